@@ -1,0 +1,68 @@
+"""The single Jinja environment used for every prompt: sandboxed, strict about variables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from fllm_cli.errors import FllmError
+from fllm_cli.resources import data_dir
+
+
+def _environment(search: tuple[str, ...]) -> ImmutableSandboxedEnvironment:
+    loader = jinja2.FileSystemLoader([*search, str(data_dir("prompts"))])
+    env = ImmutableSandboxedEnvironment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    return env
+
+
+@lru_cache(maxsize=32)
+def environment(search: tuple[str, ...] = ()) -> ImmutableSandboxedEnvironment:
+    """Return the prompt environment; ``search`` folders are tried before the shipped prompts."""
+    return _environment(search)
+
+
+def get_template(name: str, search: Iterable[str | Path] = ()) -> jinja2.Template:
+    """Load template ``name`` (e.g. ``plan/default.j2``), raising FllmError if it is missing."""
+    env = environment(tuple(str(s) for s in search))
+    try:
+        return env.get_template(name)
+    except jinja2.TemplateNotFound as exc:
+        raise FllmError(f"prompt template '{name}' not found") from exc
+    except jinja2.TemplateSyntaxError as exc:
+        raise FllmError(
+            f"prompt template '{name}' line {exc.lineno}: {exc.message}"
+        ) from exc
+
+
+def render(name: str, variables: Mapping[str, Any], search: Iterable[str | Path] = ()) -> str:
+    """Render template ``name``; an undefined variable is an FllmError, not a crash."""
+    template = get_template(name, search)
+    try:
+        return template.render(**variables).strip() + "\n"
+    except jinja2.UndefinedError as exc:
+        raise FllmError(f"prompt template '{name}': {exc.message}") from exc
+    except jinja2.TemplateError as exc:
+        raise FllmError(f"prompt template '{name}': {exc}") from exc
+
+
+def render_string(source: str, variables: Mapping[str, Any], what: str = "template") -> str:
+    """Render an inline template string with the same strict, sandboxed rules."""
+    env = environment(())
+    try:
+        return env.from_string(source).render(**variables)
+    except jinja2.UndefinedError as exc:
+        raise FllmError(f"{what}: {exc.message}") from exc
+    except jinja2.TemplateError as exc:
+        raise FllmError(f"{what}: {exc}") from exc
