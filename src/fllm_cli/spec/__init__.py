@@ -1,0 +1,1 @@
+"""Domain specs: YAML with source locations → typed, validated Domain."""

@@ -1,0 +1,206 @@
+"""YAML with source locations.
+
+``load`` parses YAML into plain Python values wrapped so that every mapping, sequence and scalar
+remembers where it came from. A schema walker (:class:`Reader`) then checks types and keys and
+collects located diagnostics instead of stopping at the first problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from fllm_cli.diagnostics import Diagnostic, Location, did_you_mean
+
+
+@dataclass
+class Node:
+    """A YAML value with its location; ``value`` holds Python scalars or child nodes."""
+
+    value: Any
+    loc: Location
+    key_locs: dict[str, Location] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        """Return 'mapping', 'sequence' or the scalar's type name."""
+        if isinstance(self.value, dict):
+            return "mapping"
+        if isinstance(self.value, list):
+            return "sequence"
+        if self.value is None:
+            return "null"
+        return type(self.value).__name__
+
+    def plain(self) -> Any:
+        """Return the value with all location wrappers removed."""
+        if isinstance(self.value, dict):
+            return {k: v.plain() for k, v in self.value.items()}
+        if isinstance(self.value, list):
+            return [v.plain() for v in self.value]
+        return self.value
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def load(text: str, path: str) -> tuple[Node | None, list[Diagnostic]]:
+    """Parse ``text``; return the located tree (None on syntax error) and diagnostics."""
+    diagnostics: list[Diagnostic] = []
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        loc = Location(path, mark.line + 1, mark.column + 1) if mark else Location(path)
+        problem = exc.problem or exc.context or "invalid YAML"
+        diagnostics.append(Diagnostic("error", f"YAML syntax error: {problem}", loc))
+        return None, diagnostics
+    except yaml.YAMLError as exc:
+        diagnostics.append(Diagnostic("error", f"YAML error: {exc}", Location(path)))
+        return None, diagnostics
+    if root is None:
+        return Node({}, Location(path, 1, 1)), diagnostics
+    constructor = _Loader("")
+    return _convert(root, path, constructor, diagnostics), diagnostics
+
+
+def _loc(node: yaml.Node, path: str) -> Location:
+    return Location(path, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _convert(
+    node: yaml.Node, path: str, constructor: yaml.SafeLoader, diags: list[Diagnostic]
+) -> Node:
+    loc = _loc(node, path)
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Node] = {}
+        key_locs: dict[str, Location] = {}
+        for key_node, value_node in node.value:
+            try:
+                key = constructor.construct_object(key_node, deep=True)
+            except yaml.YAMLError:
+                key = str(key_node.value)
+            key_loc = _loc(key_node, path)
+            if not isinstance(key, str):
+                key = str(key)
+            if key in out:
+                diags.append(Diagnostic("error", f"duplicate key '{key}'", key_loc))
+            out[key] = _convert(value_node, path, constructor, diags)
+            key_locs[key] = key_loc
+        return Node(out, loc, key_locs)
+    if isinstance(node, yaml.SequenceNode):
+        return Node([_convert(child, path, constructor, diags) for child in node.value], loc)
+    try:
+        value = constructor.construct_object(node, deep=True)
+    except yaml.YAMLError as exc:
+        diags.append(Diagnostic("error", f"bad value: {exc}", loc))
+        value = None
+    if not isinstance(value, (str, int, float, bool, type(None))):
+        value = str(node.value)
+    return Node(value, loc)
+
+
+class Reader:
+    """Typed access to a located tree, recording diagnostics for every mismatch."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, message: str, loc: Location | None) -> None:
+        """Record an error."""
+        self.diagnostics.append(Diagnostic("error", message, loc))
+
+    def warning(self, message: str, loc: Location | None) -> None:
+        """Record a warning."""
+        self.diagnostics.append(Diagnostic("warning", message, loc))
+
+    def mapping(self, node: Node | None, what: str, allowed: set[str] | None = None) -> Node | None:
+        """Check ``node`` is a mapping with only ``allowed`` keys (did-you-mean on typos)."""
+        if node is None:
+            return None
+        if not isinstance(node.value, dict):
+            self.error(f"{what} must be a mapping, got {node.kind}", node.loc)
+            return None
+        if allowed is not None:
+            for key in node.value:
+                if key not in allowed:
+                    hint = did_you_mean(key, allowed)
+                    self.error(
+                        f"unknown key '{key}' in {what}{hint}", node.key_locs.get(key, node.loc)
+                    )
+        return node
+
+    def items(self, node: Node | None) -> Iterator[tuple[str, Node, Location]]:
+        """Iterate ``(key, value, key location)`` over a mapping node."""
+        if node is None or not isinstance(node.value, dict):
+            return
+        for key, value in node.value.items():
+            yield key, value, node.key_locs.get(key, value.loc)
+
+    def sequence(self, node: Node | None, what: str) -> list[Node]:
+        """Return the children of a sequence node (a lone scalar counts as one item)."""
+        if node is None or node.value is None:
+            return []
+        if isinstance(node.value, list):
+            return list(node.value)
+        self.error(f"{what} must be a list, got {node.kind}", node.loc)
+        return []
+
+    def string(self, node: Node | None, what: str, required: bool = False) -> str | None:
+        """Return a string scalar (numbers are accepted and converted)."""
+        if node is None or node.value is None:
+            if required and node is not None:
+                self.error(f"{what} must not be empty", node.loc)
+            return None
+        if isinstance(node.value, bool) or isinstance(node.value, (dict, list)):
+            self.error(f"{what} must be a string, got {node.kind}", node.loc)
+            return None
+        return str(node.value)
+
+    def integer(
+        self, node: Node | None, what: str, minimum: int | None = None, allow_null: bool = False
+    ) -> int | None:
+        """Return an integer scalar, checking a lower bound."""
+        if node is None:
+            return None
+        if node.value is None and allow_null:
+            return None
+        if isinstance(node.value, bool) or not isinstance(node.value, int):
+            self.error(f"{what} must be an integer, got {node.kind}", node.loc)
+            return None
+        if minimum is not None and node.value < minimum:
+            self.error(f"{what} must be at least {minimum}, got {node.value}", node.loc)
+            return None
+        return int(node.value)
+
+    def boolean(self, node: Node | None, what: str) -> bool | None:
+        """Return a boolean scalar."""
+        if node is None:
+            return None
+        if not isinstance(node.value, bool):
+            self.error(f"{what} must be true or false, got {node.kind}", node.loc)
+            return None
+        return bool(node.value)
+
+    def require(self, mapping: Node | None, key: str, what: str) -> Node | None:
+        """Return child ``key`` of a mapping, recording an error if it is absent."""
+        if mapping is None or not isinstance(mapping.value, dict):
+            return None
+        if key not in mapping.value:
+            self.error(f"{what} is missing required key '{key}'", mapping.loc)
+            return None
+        child: Node = mapping.value[key]
+        return child
+
+    @staticmethod
+    def get(mapping: Node | None, key: str) -> Node | None:
+        """Return child ``key`` of a mapping or None."""
+        if mapping is None or not isinstance(mapping.value, dict):
+            return None
+        child: Node | None = mapping.value.get(key)
+        return child
