@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -55,7 +56,7 @@ class Diagnostic:
         return f"{gutter}{text}\n{caret}"
 
 
-def did_you_mean(word: str, candidates: list[str] | tuple[str, ...] | set[str]) -> str:
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """Return ' (did you mean 'x'?)' for the closest candidate, or ''."""
     import difflib
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 
 import click
@@ -75,4 +76,21 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 - last resort: a bug, shown on one line
+        if os.environ.get("FLLM_DEBUG"):
+            raise
+        where = ""
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            where = f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+        stderr_console().print(
+            f"[bold red]internal error:[/] {type(exc).__name__}: {exc}{where} "
+            "(a bug in fllm; set FLLM_DEBUG=1 for the traceback and please report it)",
+            markup=True,
+            highlight=False,
+            soft_wrap=True,
+        )
+        sys.exit(70)
     sys.exit(result if isinstance(result, int) else 0)

@@ -25,8 +25,9 @@ def stderr_console() -> Console:
 def report_error(error: FllmError, console: Console | None = None) -> int:
     """Print ``error: ...`` on one line to stderr and return the exit code."""
     console = console or stderr_console()
-    console.print(f"[bold red]error:[/] {error.one_line()}", markup=True, highlight=False,
-                  soft_wrap=True)
+    console.print(
+        f"[bold red]error:[/] {error.one_line()}", markup=True, highlight=False, soft_wrap=True
+    )
     return error.exit_code
 
 

@@ -102,7 +102,7 @@ class Model(ABC):
         return {}
 
 
-_INT = re.compile(r"(?<![\w.])(\d+)(?![\w])")
+_INT = re.compile(r"(?<![\w.\-])(\d+)(?![\w])")
 
 
 def _norm(text: str) -> str:
@@ -112,28 +112,31 @@ def _norm(text: str) -> str:
 def parse_choice(reply: str, options: tuple[str, ...] | list[str]) -> int | None:
     """Return the 0-based option a reply names, or None.
 
-    The first integer in the reply that is a listed option number wins; otherwise an option
-    whose text appears in the reply (the earliest, then the longest).
+    The first integer in the reply that is a listed option number wins. Otherwise the option
+    with the longest run of trailing words found in the reply ("Image Captioning" names "the
+    output of Image Captioning"); a tie names nothing.
     """
     n = len(options)
     for match in _INT.finditer(reply):
         value = int(match.group(1))
         if 1 <= value <= n:
             return value - 1
-    text = _norm(reply)
-    if not text:
+    text = f" {_norm(reply)} "
+    if not text.strip():
         return None
-    best: tuple[int, int, int] | None = None
-    for i, option in enumerate(options):
-        opt = _norm(option)
-        if not opt:
-            continue
-        pos = text.find(opt)
-        if pos >= 0:
-            key = (pos, -len(opt), i)
-            if best is None or key < best:
-                best = key
-    return best[2] if best else None
+    scores = [_tail_match(_norm(option).split(), text) for option in options]
+    best = max(scores, default=0)
+    if best == 0 or scores.count(best) > 1:
+        return None
+    return scores.index(best)
+
+
+def _tail_match(words: list[str], text: str) -> int:
+    """Return how many trailing words of an option appear together in ``text``."""
+    for k in range(len(words)):
+        if f" {' '.join(words[k:])} " in text:
+            return len(words) - k
+    return 0
 
 
 CORRECTION = (
@@ -166,7 +169,9 @@ class TextModel(Model):
                 result.index = index
                 result.seconds = time.perf_counter() - start
                 return result
-            prompt = request.prompt + CORRECTION.format(reply=gen.text[:200], n=len(request.options))
+            prompt = request.prompt + CORRECTION.format(
+                reply=gen.text[:200], n=len(request.options)
+            )
         result.index = 0
         result.fallback = True
         result.seconds = time.perf_counter() - start

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from fllm_cli.errors import TraceMismatch, UsageError
-from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Generation, GenerateRequest, Model
+from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, GenerateRequest, Generation, Model
 
 
 class ReplayModel(Model):
     """Answers choice points in recorded order; a differing prompt is an error that says where."""
 
-    def __init__(self, records: list[dict], path: str) -> None:
+    def __init__(self, records: list[dict[str, Any]], path: str) -> None:
         self.records = [r for r in records if r.get("type", "choice") == "choice"]
         self.generations = [r for r in records if r.get("type") == "generate"]
         self.path = path
@@ -70,5 +71,6 @@ def _first_difference(a: str, b: str) -> str:
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
             line = a[:i].count("\n") + 1
-            return f"first difference at prompt line {line}: recorded {a[i:i+30]!r}, now {b[i:i+30]!r}"
+            was, now = a[i : i + 30], b[i : i + 30]
+            return f"first difference at prompt line {line}: recorded {was!r}, now {now!r}"
     return f"recorded prompt has {len(a)} characters, now {len(b)}"

@@ -12,8 +12,8 @@ from fllm_cli.errors import BackendError, UsageError
 from fllm_cli.llm.base import (
     ChoiceRequest,
     ChoiceResult,
-    Generation,
     GenerateRequest,
+    Generation,
     Model,
     TextModel,
 )
@@ -36,7 +36,7 @@ class RandomModel(Model):
         return Generation(text="", calls=0)
 
 
-Answer = Union[str, int, Callable[[str, tuple[str, ...]], str]]
+Answer = Union[str, int, Callable[[str, tuple[str, ...]], str]]  # noqa: UP007
 
 
 class ScriptedModel(TextModel):

@@ -157,7 +157,7 @@ class Reader:
             if required and node is not None:
                 self.error(f"{what} must not be empty", node.loc)
             return None
-        if isinstance(node.value, bool) or isinstance(node.value, (dict, list)):
+        if isinstance(node.value, (bool, dict, list)):
             self.error(f"{what} must be a string, got {node.kind}", node.loc)
             return None
         return str(node.value)

@@ -1,0 +1,235 @@
+"""PDA tables built from a CFG, and immutable configurations that walk them.
+
+The construction is the textbook one (Hopcroft, Motwani, Ullman): a start state that pushes the
+start symbol above the bottom marker, one working state that expands nonterminals and matches
+terminals, and an accepting state reached when only the bottom marker is left. As in the
+Formal-LLM paper's Figure 3, a production whose body starts with a terminal is fused with the
+match of that terminal: ``(a, A; β)`` for ``A → a β``. Every choice the planner offers is then a
+terminal (a tool, a task input), which is what a prompt can name.
+
+Stacks are tuples with the top at the end. A configuration also carries the use counters of
+limited terminals and, as persistent linked lists, the word read so far and the derivation
+nodes created, so stepping is cheap and backtracking only keeps references.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import NamedTuple
+
+from fllm_cli.grammar.cfg import Grammar
+
+Cons = tuple[object, "Cons"] | None
+
+
+def cons_to_list(cell: Cons) -> list[object]:
+    """Return the items of a persistent list, oldest first."""
+    out: list[object] = []
+    while cell is not None:
+        out.append(cell[0])
+        cell = cell[1]
+    out.reverse()
+    return out
+
+
+@dataclass(frozen=True)
+class Transition:
+    """``(read, pop; push)`` from ``source`` to ``target``; ``push[0]`` becomes the top."""
+
+    source: str
+    target: str
+    read: str | None
+    pop: str
+    push: tuple[str, ...]
+    production: int | None = None
+
+    def label(self) -> str:
+        """Return the paper's notation, e.g. ``(Colorization, image; image)``."""
+        read = self.read if self.read is not None else "ε"
+        push = " ".join(self.push) if self.push else "ε"
+        return f"({read}, {self.pop}; {push})"
+
+
+class StackItem(NamedTuple):
+    """A stack symbol and the derivation slot it fills (parent node id, position)."""
+
+    symbol: str
+    parent: int
+    slot: int
+
+
+class Node(NamedTuple):
+    """A derivation node: a production applied where (parent, slot) asked for it."""
+
+    production: int
+    parent: int
+    slot: int
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """An immutable PDA configuration."""
+
+    state: str
+    stack: tuple[StackItem, ...]
+    counts: tuple[int, ...]
+    tools: int = 0
+    word: Cons = None
+    nodes: Cons = None
+    n_word: int = 0
+    n_nodes: int = 0
+
+    @property
+    def top(self) -> StackItem | None:
+        """Return the top of the stack."""
+        return self.stack[-1] if self.stack else None
+
+    def word_list(self) -> list[str]:
+        """Return the terminals read so far, in order."""
+        return [str(x) for x in cons_to_list(self.word)]
+
+    def node_list(self) -> list[Node]:
+        """Return the derivation nodes created so far, in order."""
+        return [x for x in cons_to_list(self.nodes) if isinstance(x, Node)]
+
+
+@dataclass(frozen=True)
+class PDA:
+    """Immutable PDA tables."""
+
+    states: tuple[str, ...]
+    start: str
+    accept: tuple[str, ...]
+    stack_alphabet: tuple[str, ...]
+    bottom: str
+    transitions: tuple[Transition, ...]
+    grammar: Grammar | None = None
+    description: str = ""
+    state_info: dict[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def index(self) -> dict[tuple[str, str], tuple[int, ...]]:
+        """Map (state, stack top) to the transitions that may fire."""
+        out: dict[tuple[str, str], list[int]] = {}
+        for i, t in enumerate(self.transitions):
+            out.setdefault((t.source, t.pop), []).append(i)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def work_state(self) -> str:
+        """The state in which expansion happens (grammar-built PDAs)."""
+        return self.states[1] if len(self.states) > 1 else self.states[0]
+
+    def initial(self) -> Config:
+        """Return the start configuration: start state, bottom marker only, counters at 0."""
+        limits = self.grammar.limits if self.grammar is not None else ()
+        return Config(self.start, (StackItem(self.bottom, -1, 0),), (0,) * len(limits))
+
+    def is_accepting(self, config: Config) -> bool:
+        """Return True if the configuration accepts (the whole word has been read)."""
+        return config.state in self.accept
+
+    def applicable(self, config: Config) -> tuple[int, ...]:
+        """Return the transitions whose state and stack top match (ignoring limits)."""
+        top = config.top
+        if top is None:
+            return ()
+        return self.index.get((config.state, top.symbol), ())
+
+    def step(self, config: Config, index: int) -> Config | None:
+        """Fire transition ``index``; None if it would break a use limit."""
+        t = self.transitions[index]
+        g = self.grammar
+        counts = config.counts
+        tools = config.tools
+        if g is not None and g.require_tool and tools == 0 and t.target in self.accept:
+            return None  # a plan needs at least one tool step
+        if t.read is not None and g is not None:
+            term = g.terminal.get(t.read)
+            if term is not None:
+                li = g.limit_index.get(t.read)
+                if li is not None:
+                    if counts[li] >= g.limits[li]:
+                        return None
+                    counts = (*counts[:li], counts[li] + 1, *counts[li + 1 :])
+                if term.kind == "tool":
+                    if g.max_tools is not None and tools >= g.max_tools:
+                        return None
+                    tools += 1
+        popped = config.stack[-1]
+        rest = config.stack[:-1]
+        nodes, n_nodes = config.nodes, config.n_nodes
+        if t.production is not None:
+            node_id = n_nodes
+            nodes = (Node(t.production, popped.parent, popped.slot), nodes)
+            n_nodes += 1
+            offset = 1 if t.read is not None else 0
+            pushed = tuple(StackItem(sym, node_id, offset + k) for k, sym in enumerate(t.push))
+        elif t.pop == self.bottom or t.read is None:
+            pushed = tuple(StackItem(sym, popped.parent, popped.slot) for sym in t.push)
+        else:
+            pushed = ()
+        stack = rest + tuple(reversed(pushed))
+        word, n_word = config.word, config.n_word
+        if t.read is not None:
+            word = (t.read, word)
+            n_word += 1
+        return Config(t.target, stack, counts, tools, word, nodes, n_word, n_nodes)
+
+    def run(self, word: list[str]) -> Iterator[tuple[int, Config]]:
+        """Yield (position, configuration) for every configuration reachable on ``word``."""
+        frontier = [(0, self.initial())]
+        seen: set[tuple[int, str, tuple[str, ...], tuple[int, ...]]] = set()
+        while frontier:
+            pos, config = frontier.pop()
+            key = (pos, config.state, tuple(s.symbol for s in config.stack), config.counts)
+            if key in seen or len(config.stack) > 4 * len(word) + 8:
+                continue
+            seen.add(key)
+            yield pos, config
+            for i in self.applicable(config):
+                t = self.transitions[i]
+                if t.read is not None and (pos >= len(word) or word[pos] != t.read):
+                    continue
+                nxt = self.step(config, i)
+                if nxt is not None:
+                    frontier.append((pos + (t.read is not None), nxt))
+
+
+def _bottom_name(symbols: set[str]) -> str:
+    name = "Z"
+    while name in symbols:
+        name += "0"
+    return name
+
+
+def pda_from_grammar(grammar: Grammar) -> PDA:
+    """Build the PDA of a CFG (three states, fused terminal-first productions)."""
+    symbols = set(grammar.nonterminals) | {t.name for t in grammar.terminals}
+    bottom = _bottom_name(symbols)
+    q0, q1, q2 = "q0", "q1", "q2"
+    transitions: list[Transition] = [Transition(q0, q1, None, bottom, (grammar.start, bottom))]
+    matched: set[str] = set()
+    for i, p in enumerate(grammar.productions):
+        if p.rhs and grammar.is_terminal(p.rhs[0]):
+            transitions.append(Transition(q1, q1, p.rhs[0], p.lhs, p.rhs[1:], i))
+            matched.update(s for s in p.rhs[1:] if grammar.is_terminal(s))
+        else:
+            transitions.append(Transition(q1, q1, None, p.lhs, p.rhs, i))
+            matched.update(s for s in p.rhs if grammar.is_terminal(s))
+    for t in grammar.terminals:
+        if t.name in matched:
+            transitions.append(Transition(q1, q1, t.name, t.name, ()))
+    transitions.append(Transition(q1, q2, None, bottom, (bottom,)))
+    alphabet = (*grammar.nonterminals, *sorted(matched), bottom)
+    return PDA(
+        states=(q0, q1, q2),
+        start=q0,
+        accept=(q2,),
+        stack_alphabet=alphabet,
+        bottom=bottom,
+        transitions=tuple(transitions),
+        grammar=grammar,
+    )

@@ -1,0 +1,209 @@
+"""``fllm plan``: automaton-guided planning with a model."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import nullcontext
+from typing import Any
+
+import typer
+
+from fllm_cli import api
+from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
+from fllm_cli.cli.core import INPUT_HELP, OUTPUT_HELP, _rich_tree
+from fllm_cli.errors import FllmError, UsageError
+from fllm_cli.llm.registry import ModelOptions, make_model, resolve_model_name
+from fllm_cli.plan.document import step_lines
+from fllm_cli.plan.export import EXPORTERS, FORMATS
+from fllm_cli.search.interface import infer_interface
+from fllm_cli.search.planner import Budgets
+from fllm_cli.spec.load import load_domain
+
+MODEL_HELP = (
+    "Model: a LiteLLM string (gpt-4o, anthropic/..., ollama/llama3, openai/NAME with --api-base), "
+    "local[:PATH.gguf] (embedded, the default), random[:SEED], scripted:FILE, replay:TRACE.jsonl. "
+    "Default: $FLLM_MODEL, else local."
+)
+
+
+def stats_line(stats: dict[str, Any]) -> str:
+    """Return the one-line stats summary."""
+    text = (
+        f"{stats['llm_calls']} LLM calls, {stats['choice_points']} choice points, "
+        f"{stats['forced_moves']} forced moves, {stats['backtracks']} backtracks, "
+        f"{stats['fallbacks']} fallbacks, "
+        f"{stats['prompt_tokens'] + stats['completion_tokens']} tokens, "
+        f"${stats['cost_usd']:.4f}, {stats['seconds']:.2f} s"
+    )
+    if stats.get("cached"):
+        text += f" ({stats['cached']} cached)"
+    if stats.get("budget_exhausted"):
+        text += f" [budget {stats['budget_exhausted']} ran out: later choices were defaults]"
+    return text
+
+
+def _progress(enabled: bool) -> tuple[Any, Any]:
+    """Return (context manager, event callback) showing a spinner on stderr."""
+    console = stderr_console()
+    if not enabled or not console.is_terminal:
+        return nullcontext(), None
+    status = console.status("planning…", spinner="dots")
+
+    def on_event(name: str, data: dict[str, Any]) -> None:
+        if name == "choice":
+            status.update(
+                f"asking the model: choice {data['number']} of {len(data['options'])} options"
+            )
+        elif name == "backtrack":
+            status.update(f"backtracking ({data['why']})")
+
+    return status, on_event
+
+
+def plan(
+    spec: str = typer.Argument(..., help="Domain spec, e.g. domains/openagi.yaml."),
+    task: str = typer.Argument(..., help="The task, in natural language."),
+    inputs: list[str] = typer.Option(
+        [], "--input", "-i", help=INPUT_HELP + " Omitted: the model is asked."
+    ),
+    output: str | None = typer.Option(
+        None, "--output", help=OUTPUT_HELP + " Omitted: the model is asked."
+    ),
+    model: str | None = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    api_base: str | None = typer.Option(
+        None, "--api-base", help="Base URL of an OpenAI-compatible server."
+    ),
+    temperature: float = typer.Option(
+        0.0, "--temperature", min=0.0, max=2.0, help="Sampling temperature."
+    ),
+    timeout: float = typer.Option(60.0, "--timeout", min=0.1, help="Seconds per model request."),
+    retries: int = typer.Option(
+        4, "--retries", min=0, help="Retries on rate limits, timeouts and 5xx."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the response cache."),
+    fmt: str = typer.Option(
+        "rich", "--format", "-f", help="rich, text, json, yaml, mermaid or dot."
+    ),
+    out_file: str | None = typer.Option(
+        None, "-o", "--out", help="Write the plan to FILE (atomically)."
+    ),
+    trace_file: str | None = typer.Option(
+        None, "--trace", help="Record every choice point to FILE.jsonl."
+    ),
+    max_llm_calls: int | None = typer.Option(
+        None,
+        "--max-llm-calls",
+        min=0,
+        help="Model calls allowed; later choices take the first option.",
+    ),
+    max_backtracks: int = typer.Option(100, "--max-backtracks", min=0, help="Backtracks allowed."),
+    max_steps: int = typer.Option(10_000, "--max-steps", min=1, help="Automaton moves allowed."),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", min=0.0, help="Stop when spend passes USD."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress display."),
+) -> None:
+    """Make a model plan inside the domain's automaton; the plan is valid by construction.
+
+    At each point where the automaton allows several moves, the model is shown the task, the
+    progress so far and the numbered feasible choices; moves that lead to dead ends are never
+    offered, and a single feasible move is taken without asking.
+    """
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown --format '{fmt}' (choose {', '.join(FORMATS)})")
+    domain = load_domain(spec)
+    options = ModelOptions(
+        api_base=api_base,
+        temperature=temperature,
+        timeout=timeout,
+        retries=retries,
+        cache=not no_cache,
+        max_cost=max_cost,
+    )
+    backend = make_model(model, options)
+    trace: list[dict[str, Any]] = []
+    try:
+        result, pre_calls = _run(
+            domain,
+            task,
+            inputs,
+            output,
+            backend,
+            options,
+            Budgets(max_llm_calls, max_backtracks, max_steps, max_cost),
+            trace,
+            quiet,
+        )
+    except FllmError:
+        if trace_file:
+            _write_trace(trace_file, trace)
+        raise
+    finally:
+        backend.close()
+    doc = result.document
+    doc["model"] = resolve_model_name(model)
+    for key, value in pre_calls.items():
+        doc["stats"][key] += value
+    info = backend.info()
+    if info:
+        doc["stats"]["backend"] = info
+    if trace_file:
+        _write_trace(trace_file, trace + result.trace)
+    _emit(doc, result, fmt, out_file)
+
+
+def _run(
+    domain: Any,
+    task: str,
+    inputs: list[str],
+    output: str | None,
+    backend: Any,
+    options: ModelOptions,
+    budgets: Budgets,
+    trace: list[dict[str, Any]],
+    quiet: bool,
+) -> tuple[api.PlanResult, dict[str, Any]]:
+    pre = {"llm_calls": 0, "choice_points": 0, "fallbacks": 0}
+    spinner, on_event = _progress(not quiet)
+    with spinner:
+        if domain.kind == "tools" and not inputs and output is None:
+            inputs, output, asked = infer_interface(domain, task, backend, trace)
+            pre["llm_calls"] = sum(r.calls for r in asked)
+            pre["choice_points"] = len(asked)
+            pre["fallbacks"] = sum(r.fallback for r in asked)
+        elif domain.kind == "tools" and (not inputs or output is None):
+            raise UsageError("give both --input and --output, or neither (then the model is asked)")
+        problem = api.compile_problem(domain, inputs=inputs, output=output, task=task)
+        result = api.plan(problem, backend, budgets=budgets, options=options, on_event=on_event)
+    return result, pre
+
+
+def _write_trace(path: str, records: list[dict[str, Any]]) -> None:
+    write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def _emit(doc: dict[str, Any], result: api.PlanResult, fmt: str, out_file: str | None) -> None:
+    from fllm_cli.plan.document import _task_from_doc
+
+    if out_file:
+        text = EXPORTERS["json" if fmt == "rich" else fmt](doc)
+        write_atomic(out_file, text)
+        stderr_console().print(f"plan written to {out_file}", highlight=False)
+        if fmt != "rich":
+            return
+    if fmt != "rich":
+        sys.stdout.write(EXPORTERS[fmt](doc))
+        return
+    out = stdout_console()
+    out.print(f"[bold]Plan[/] for: {doc['task']}", highlight=False)
+    out.print(_rich_tree(result.derivation))
+    out.print("[bold]Execution order[/]")
+    for line in step_lines(doc, _task_from_doc(doc)):
+        out.print("  " + line, highlight=False)
+    out.print(f"[dim]{stats_line(doc['stats'])}[/]", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the command to the app."""
+    app.command("plan")(plan)

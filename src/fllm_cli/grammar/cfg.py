@@ -1,0 +1,172 @@
+"""The CFG model and its classic analyses.
+
+Grammars are immutable. Terminals carry a use limit (``None`` = unlimited) and a kind: ``tool``
+(a plan step), ``input`` (a task input such as ``input:image``) or ``symbol`` (anything else).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+TerminalKind = Literal["tool", "input", "symbol"]
+INF = 10**9
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """A terminal symbol with its prompt text and use limit."""
+
+    name: str
+    description: str = ""
+    limit: int | None = None
+    kind: TerminalKind = "symbol"
+    phrase: str = ""
+
+
+@dataclass(frozen=True)
+class Production:
+    """``lhs → rhs``; an empty rhs is ε."""
+
+    lhs: str
+    rhs: tuple[str, ...]
+    description: str = ""
+
+    def __str__(self) -> str:
+        body = " ".join(_quote(s) for s in self.rhs) if self.rhs else "ε"
+        return f"{self.lhs} → {body}"
+
+
+def _quote(symbol: str) -> str:
+    return f"'{symbol}'" if " " in symbol else symbol
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A context-free grammar with per-terminal use limits.
+
+    ``require_tool``: a word must contain at least one ``tool`` terminal.
+    ``max_tools``: at most this many ``tool`` terminals in a word (None = no cap).
+    ``phrases``: how prompts name each nonterminal ("image", "clean broccoli").
+    """
+
+    start: str
+    nonterminals: tuple[str, ...]
+    terminals: tuple[Terminal, ...]
+    productions: tuple[Production, ...]
+    require_tool: bool = False
+    max_tools: int | None = None
+    phrases: Mapping[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def terminal(self) -> dict[str, Terminal]:
+        """Map a terminal name to its record."""
+        return {t.name: t for t in self.terminals}
+
+    @cached_property
+    def nonterminal_set(self) -> frozenset[str]:
+        """The nonterminals as a set."""
+        return frozenset(self.nonterminals)
+
+    @cached_property
+    def by_lhs(self) -> dict[str, tuple[int, ...]]:
+        """Map a nonterminal to the indices of its productions."""
+        out: dict[str, list[int]] = {n: [] for n in self.nonterminals}
+        for i, p in enumerate(self.productions):
+            out.setdefault(p.lhs, []).append(i)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def limited(self) -> tuple[str, ...]:
+        """Terminals with a use limit, in a fixed order (the counter vector's order)."""
+        return tuple(t.name for t in self.terminals if t.limit is not None)
+
+    @cached_property
+    def limit_index(self) -> dict[str, int]:
+        """Map a limited terminal to its position in the counter vector."""
+        return {name: i for i, name in enumerate(self.limited)}
+
+    @cached_property
+    def limits(self) -> tuple[int, ...]:
+        """The limits, aligned with ``limited``."""
+        return tuple(int(self.terminal[n].limit or 0) for n in self.limited)
+
+    def is_terminal(self, symbol: str) -> bool:
+        """Return True for terminals."""
+        return symbol in self.terminal
+
+    def phrase(self, symbol: str) -> str:
+        """Return the prompt phrase of a symbol."""
+        if symbol in self.phrases:
+            return self.phrases[symbol]
+        t = self.terminal.get(symbol)
+        if t is not None:
+            return t.phrase or t.name
+        return symbol
+
+    # -- analyses -------------------------------------------------------------------------
+
+    def min_cost(self, weight: Callable[[Terminal], int]) -> dict[str, int]:
+        """Least total terminal weight of any derivation of each nonterminal (INF if none)."""
+        cost = {n: INF for n in self.nonterminals}
+        term_w = {t.name: weight(t) for t in self.terminals}
+        changed = True
+        while changed:
+            changed = False
+            for p in self.productions:
+                total = 0
+                for s in p.rhs:
+                    total += term_w[s] if s in term_w else cost.get(s, INF)
+                    if total >= INF:
+                        break
+                if total < cost.get(p.lhs, INF):
+                    cost[p.lhs] = total
+                    changed = True
+        return cost
+
+    @cached_property
+    def productive(self) -> frozenset[str]:
+        """Nonterminals that derive at least one terminal word (ignoring use limits)."""
+        return frozenset(n for n, c in self.min_cost(lambda t: 0).items() if c < INF)
+
+    @cached_property
+    def reachable(self) -> frozenset[str]:
+        """Symbols reachable from the start symbol."""
+        seen = {self.start}
+        todo = [self.start]
+        while todo:
+            sym = todo.pop()
+            for i in self.by_lhs.get(sym, ()):
+                for s in self.productions[i].rhs:
+                    if s not in seen:
+                        seen.add(s)
+                        todo.append(s)
+        return frozenset(seen)
+
+    @cached_property
+    def nullable(self) -> frozenset[str]:
+        """Nonterminals that derive ε."""
+        null: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for p in self.productions:
+                if p.lhs not in null and all(s in null for s in p.rhs):
+                    null.add(p.lhs)
+                    changed = True
+        return frozenset(null)
+
+    def with_productions(self, keep: Iterable[int]) -> Grammar:
+        """Return a copy with only the productions at ``keep``."""
+        chosen = tuple(self.productions[i] for i in keep)
+        return Grammar(
+            self.start,
+            self.nonterminals,
+            self.terminals,
+            chosen,
+            self.require_tool,
+            self.max_tools,
+            self.phrases,
+        )

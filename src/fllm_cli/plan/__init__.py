@@ -1,0 +1,1 @@
+"""Plans: the derivation tree, the execution order, exporters."""

@@ -1,0 +1,1 @@
+"""LLM-guided backtracking search over automaton configurations."""

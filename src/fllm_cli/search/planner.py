@@ -1,0 +1,214 @@
+"""Backtracking search over PDA configurations, asking a model at real choice points.
+
+At every configuration the feasible moves are the automaton's moves that the look-ahead says
+can still be completed. One feasible move is taken without asking (a forced move). Several make
+a choice point: the prompt lists them, the model picks one. If a branch dies anyway (a step
+budget, a look-ahead that gave up), the search returns to the latest choice point with an
+untried option, drops the dead branch, and goes on, so it finds a valid plan whenever one exists
+within the budgets.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from fllm_cli.automaton.pda import PDA, Config
+from fllm_cli.errors import BudgetExceeded, NoPlanError
+from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Model
+
+
+class Lookahead(Protocol):
+    """What the planner needs from a look-ahead."""
+
+    def feasible_moves(self, config: Config) -> list[tuple[int, Config]]:
+        """Return (transition, next configuration) for each move that avoids dead ends."""
+        ...
+
+
+class PromptMaker(Protocol):
+    """What the planner needs to ask the model."""
+
+    def render(self, config: Config, moves: list[int]) -> tuple[str, tuple[str, ...]]:
+        """Return the prompt and the option texts for a choice point."""
+        ...
+
+
+@dataclass
+class Budgets:
+    """Search budgets; None means unlimited."""
+
+    max_llm_calls: int | None = None
+    max_backtracks: int | None = 100
+    max_steps: int | None = 10_000
+    max_cost: float | None = None
+
+
+@dataclass
+class PlanStats:
+    """What a planning run cost."""
+
+    llm_calls: int = 0
+    choice_points: int = 0
+    forced_moves: int = 0
+    backtracks: int = 0
+    fallbacks: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+    model_seconds: float = 0.0
+    steps: int = 0
+    budget_exhausted: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the JSON form (cost rounded to micro-dollars, times to ms)."""
+        d = asdict(self)
+        d["cost_usd"] = round(self.cost_usd, 6)
+        d["seconds"] = round(self.seconds, 3)
+        d["model_seconds"] = round(self.model_seconds, 3)
+        return d
+
+    def charge(self, result: ChoiceResult) -> None:
+        """Add a choice's cost."""
+        self.llm_calls += result.calls
+        self.cached += int(result.cached)
+        self.fallbacks += int(result.fallback)
+        self.prompt_tokens += result.usage.prompt_tokens
+        self.completion_tokens += result.usage.completion_tokens
+        self.cost_usd += result.usage.cost_usd
+        self.model_seconds += result.seconds
+
+
+@dataclass
+class Frame:
+    """A choice point on the search stack: its configuration and untried moves."""
+
+    config: Config
+    untried: list[tuple[int, Config]]
+
+
+Event = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class Planner:
+    """Drives a model through the automaton."""
+
+    pda: PDA
+    lookahead: Lookahead
+    model: Model
+    prompter: PromptMaker
+    budgets: Budgets = field(default_factory=Budgets)
+    on_event: Event | None = None
+    kind: str = "plan"
+    stats: PlanStats = field(default_factory=PlanStats)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+    def _emit(self, name: str, **data: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(name, data)
+
+    def run(self, start: Config | None = None) -> Config:
+        """Return an accepting configuration, or raise NoPlanError/BudgetExceeded."""
+        begin = time.perf_counter()
+        try:
+            return self._search(start or self.pda.initial())
+        finally:
+            self.stats.seconds = time.perf_counter() - begin
+
+    def _search(self, config: Config) -> Config:
+        stack: list[Frame] = []
+        while not self.pda.is_accepting(config):
+            self._count_step()
+            moves = self.lookahead.feasible_moves(config)
+            if not moves:
+                config = self._backtrack(stack, "dead end")
+                continue
+            if len(moves) == 1:
+                self.stats.forced_moves += 1
+                config = moves[0][1]
+                continue
+            frame = Frame(config, list(moves))
+            stack.append(frame)
+            config = self._decide(frame)
+        return config
+
+    def _count_step(self) -> None:
+        self.stats.steps += 1
+        limit = self.budgets.max_steps
+        if limit is not None and self.stats.steps > limit:
+            raise NoPlanError(
+                f"no valid plan found within --max-steps {limit}",
+                hint="raise --max-steps, or check the domain's limits",
+            )
+
+    def _backtrack(self, stack: list[Frame], why: str) -> Config:
+        while stack and not stack[-1].untried:
+            stack.pop()
+        if not stack:
+            raise NoPlanError(f"no valid plan exists ({why} on every branch)")
+        self.stats.backtracks += 1
+        limit = self.budgets.max_backtracks
+        if limit is not None and self.stats.backtracks > limit:
+            raise NoPlanError(f"no valid plan found within --max-backtracks {limit}")
+        self._emit("backtrack", why=why, depth=len(stack))
+        frame = stack[-1]
+        if len(frame.untried) == 1:
+            self.stats.forced_moves += 1
+            return frame.untried.pop()[1]
+        return self._decide(frame)
+
+    def _decide(self, frame: Frame) -> Config:
+        """Ask the model among the frame's untried moves; remove and return the chosen one."""
+        moves = [m for m, _ in frame.untried]
+        prompt, options = self.prompter.render(frame.config, moves)
+        self.stats.choice_points += 1
+        self._emit("choice", number=self.stats.choice_points, options=options)
+        calls_left = self.budgets.max_llm_calls
+        if calls_left is not None and self.stats.llm_calls >= calls_left:
+            # Out of model calls: decide deterministically so the plan stays valid.
+            result = ChoiceResult(index=0, fallback=True)
+            self.stats.budget_exhausted = "max_llm_calls"
+        else:
+            result = self.model.choose(ChoiceRequest(prompt, options, self.kind))
+        self.stats.charge(result)
+        self._record(prompt, options, result, moves)
+        self._check_cost()
+        return frame.untried.pop(result.index)[1]
+
+    def _check_cost(self) -> None:
+        limit = self.budgets.max_cost
+        if limit is not None and self.stats.cost_usd > limit:
+            raise BudgetExceeded(
+                f"cost budget of ${limit:.4f} exceeded (spent ${self.stats.cost_usd:.4f} in "
+                f"{self.stats.llm_calls} calls)"
+            )
+
+    def _record(
+        self, prompt: str, options: tuple[str, ...], result: ChoiceResult, moves: list[int]
+    ) -> None:
+        self.trace.append(
+            {
+                "type": "choice",
+                "kind": self.kind,
+                "choice_point": self.stats.choice_points,
+                "options": list(options),
+                "prompt": prompt,
+                "reply": result.raw,
+                "choice": result.index,
+                "chosen": options[result.index],
+                "transition": self.pda.transitions[moves[result.index]].label(),
+                "fallback": result.fallback,
+                "cached": result.cached,
+                "calls": result.calls,
+                "latency_s": round(result.seconds, 4),
+                "prompt_tokens": result.usage.prompt_tokens,
+                "completion_tokens": result.usage.completion_tokens,
+                "cost_usd": result.usage.cost_usd,
+                "exchanges": result.exchanges,
+            }
+        )

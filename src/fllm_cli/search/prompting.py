@@ -1,0 +1,130 @@
+"""Turn a choice point into a prompt: task, progress so far, numbered feasible choices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fllm_cli.automaton.pda import PDA, Config, StackItem
+from fllm_cli.grammar.cfg import Grammar
+from fllm_cli.prompts import render
+from fllm_cli.spec.check import DEFAULT_TEMPLATES
+from fllm_cli.spec.model import Domain, Task
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One numbered choice as a template sees it (``{{ choice }}`` prints its text)."""
+
+    text: str
+    name: str
+    description: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def head_terminal(g: Grammar, production: int) -> str | None:
+    """Return the terminal a production starts with, if any."""
+    rhs = g.productions[production].rhs
+    return rhs[0] if rhs and g.is_terminal(rhs[0]) else None
+
+
+def slot_text(g: Grammar, config: Config, item: StackItem) -> str:
+    """Describe what a stack item stands for: 'the input image of "Colorization"'."""
+    phrase = g.phrase(item.symbol)
+    if item.parent < 0:
+        return f"the final output ({phrase})"
+    nodes = config.node_list()
+    prod = g.productions[nodes[item.parent].production]
+    head = head_terminal(g, nodes[item.parent].production)
+    owner = head if head is not None else g.phrase(prod.lhs)
+    inputs = [s for s in prod.rhs if not g.is_terminal(s)]
+    if len(inputs) <= 1:
+        return f'the input {phrase} of "{owner}"'
+    k = sum(1 for s in prod.rhs[: item.slot] if not g.is_terminal(s))
+    nth = ORDINALS[k] if k < len(ORDINALS) else f"#{k + 1}"
+    return f'the {nth} input ({phrase}) of "{owner}"'
+
+
+def option_for(g: Grammar, pda: PDA, transition: int) -> Option:
+    """Return how a move is offered: 'the output of Colorization', "the task's input image"."""
+    t = pda.transitions[transition]
+    if t.production is None:
+        name = t.read or "ε"
+        return Option(g.phrase(name), name)
+    p = g.productions[t.production]
+    head = head_terminal(g, t.production)
+    if head is not None:
+        term = g.terminal[head]
+        if term.kind == "tool":
+            return Option(f"the output of {head}", head, term.description)
+        if term.kind == "input":
+            return Option(f"the task's {term.phrase}", head, term.description)
+        return Option(p.description or term.phrase or head, head, term.description)
+    body = ", ".join(g.phrase(s) for s in p.rhs) or "nothing"
+    return Option(p.description or body, str(p), p.description)
+
+
+def progress_lines(g: Grammar, config: Config) -> list[str]:
+    """Return 'Step n: Use X;' lines for the tools chosen so far, then the open step."""
+    lines: list[str] = []
+    nodes = config.node_list()
+    k = 0
+    for node in nodes:
+        head = head_terminal(g, node.production)
+        if head is None or g.terminal[head].kind == "input":
+            continue
+        label = "Step n" if k == 0 else f"Step (n-{k})"
+        use = f"Use {head}" if g.terminal[head].kind == "tool" else g.phrase(head)
+        if k and node.parent >= 0:
+            parent_head = head_terminal(g, nodes[node.parent].production)
+            if parent_head is not None:
+                use += f" (its output feeds {parent_head})"
+        lines.append(f"{label}: {use};")
+        k += 1
+    lines.append(("Step n" if k == 0 else f"Step (n-{k})") + ": ?")
+    return lines
+
+
+class Prompter:
+    """Renders choice prompts for one domain and task."""
+
+    def __init__(self, domain: Domain, grammar: Grammar, pda: PDA, task: Task) -> None:
+        self.domain = domain
+        self.grammar = grammar
+        self.pda = pda
+        self.task = task
+        self.template = domain.prompts.get("choice", DEFAULT_TEMPLATES["choice"])
+
+    def context(self, config: Config, moves: list[int]) -> dict[str, Any]:
+        """Return the template variables for a choice point (see docs/spec.md)."""
+        g = self.grammar
+        top = config.top
+        assert top is not None
+        parent = None
+        if top.parent >= 0:
+            parent = head_terminal(g, config.node_list()[top.parent].production)
+        return {
+            "task": self.task.text,
+            "domain": self.domain.name,
+            "intro": self.domain.intro,
+            "progress": progress_lines(g, config),
+            "target": slot_text(g, config, top),
+            "symbol": top.symbol,
+            "phrase": g.phrase(top.symbol),
+            "parent": parent,
+            "slot": top.slot,
+            "choices": [option_for(g, self.pda, m) for m in moves],
+            "first": config.n_nodes == 0,
+            "inputs": [name for name, _ in self.task.inputs],
+            "output": self.task.output,
+        }
+
+    def render(self, config: Config, moves: list[int]) -> tuple[str, tuple[str, ...]]:
+        """Return the prompt and the option texts."""
+        ctx = self.context(config, moves)
+        prompt = render(self.template, ctx, self.domain.prompt_dirs)
+        return prompt, tuple(str(o) for o in ctx["choices"])

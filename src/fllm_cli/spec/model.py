@@ -1,0 +1,116 @@
+"""Typed domain model. Every record keeps the location it was read from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from fllm_cli.diagnostics import Location
+from fllm_cli.grammar.cfg import Production
+
+DomainKind = Literal["tools", "grammar"]
+NOWHERE = Location("")
+
+
+@dataclass(frozen=True)
+class Modality:
+    """A data type flowing between tools ("image", "text")."""
+
+    name: str
+    phrase: str
+    description: str = ""
+    loc: Location = NOWHERE
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool: ordered input modalities, one output modality, a use limit (None = unlimited)."""
+
+    name: str
+    description: str
+    inputs: tuple[str, ...]
+    output: str
+    max_uses: int | None = 1
+    loc: Location = NOWHERE
+
+
+@dataclass(frozen=True)
+class TaskInterface:
+    """Which modalities a task may provide as inputs and ask for as output."""
+
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    max_inputs: int | None = None
+    loc: Location = NOWHERE
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Planning limits declared by the domain."""
+
+    max_uses: int | None = 1
+    max_plan_steps: int | None = None
+    allow_empty_plan: bool = False
+
+
+@dataclass(frozen=True)
+class SymbolInfo:
+    """Prompt text and limit of a grammar symbol."""
+
+    name: str
+    phrase: str = ""
+    description: str = ""
+    max_uses: int | None = None
+    loc: Location = NOWHERE
+
+
+@dataclass(frozen=True)
+class GrammarSpec:
+    """An explicit grammar: start symbol, symbols with their texts, productions."""
+
+    start: str
+    nonterminals: tuple[SymbolInfo, ...]
+    terminals: tuple[SymbolInfo, ...]
+    productions: tuple[Production, ...]
+    production_locs: tuple[Location, ...] = ()
+    loc: Location = NOWHERE
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A validated domain spec."""
+
+    path: str
+    name: str
+    description: str
+    kind: DomainKind
+    modalities: tuple[Modality, ...] = ()
+    tools: tuple[Tool, ...] = ()
+    task: TaskInterface | None = None
+    grammar: GrammarSpec | None = None
+    limits: Limits = field(default_factory=Limits)
+    prompts: dict[str, str] = field(default_factory=dict)
+    prompt_dirs: tuple[str, ...] = ()
+    prompt_locs: dict[str, Location] = field(default_factory=dict)
+    intro: str = ""
+
+    def modality(self, name: str) -> Modality | None:
+        """Return the modality called ``name``."""
+        return next((m for m in self.modalities if m.name == name), None)
+
+    def tool(self, name: str) -> Tool | None:
+        """Return the tool called ``name``."""
+        return next((t for t in self.tools if t.name == name), None)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A concrete task: its text, named inputs (name, modality) and output modality."""
+
+    text: str
+    inputs: tuple[tuple[str, str], ...]
+    output: str
+
+    def input_terminal(self, name: str) -> str:
+        """Return the terminal that stands for input ``name``."""
+        return f"input:{name}"
