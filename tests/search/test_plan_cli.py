@@ -1,0 +1,236 @@
+"""`fllm plan` from the command line: formats, files, traces, replay, interface inference."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from fllm_cli.cli.app import app
+
+runner = CliRunner()
+TASK = "Given noisy grayscale image, how to return the caption in German step by step?"
+
+
+def fllm(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    """Run the real console entry point in a subprocess; return (code, stdout, stderr)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "fllm_cli", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=120,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_json_plan_is_written_atomically_and_verifies(tmp_path: Path, openagi: str) -> None:
+    out = tmp_path / "plan.json"
+    code, _, err = fllm(
+        "plan",
+        openagi,
+        TASK,
+        "--input",
+        "image",
+        "--output",
+        "text",
+        "--model",
+        "random:7",
+        "--format",
+        "json",
+        "-o",
+        str(out),
+    )
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    for key in ("domain", "task", "inputs", "output", "model", "word", "steps", "tree", "stats"):
+        assert key in doc
+    assert doc["model"] == "random:7" and doc["inputs"] == {"image": "image"}
+    for key in (
+        "llm_calls",
+        "choice_points",
+        "forced_moves",
+        "backtracks",
+        "fallbacks",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "seconds",
+    ):
+        assert key in doc["stats"]
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]  # no temp files left
+    code, stdout, _ = fllm("verify", openagi, str(out))
+    assert code == 0 and "valid plan" in stdout
+
+
+def test_named_inputs_and_tree_plans(tmp_path: Path, openagi: str) -> None:
+    code, stdout, err = fllm(
+        "plan",
+        openagi,
+        "Given English document and English query, answer in German?",
+        "--input",
+        "document=text",
+        "--input",
+        "query=text",
+        "--output",
+        "text",
+        "--model",
+        "random:11",
+        "-f",
+        "json",
+    )
+    assert code == 0, err
+    doc = json.loads(stdout)
+    assert doc["inputs"] == {"document": "text", "query": "text"}
+    assert all(
+        w in ("input:document", "input:query") for w in doc["word"] if w.startswith("input:")
+    )
+
+
+def test_same_seed_same_plan_and_every_format(openagi: str) -> None:
+    base = ["plan", openagi, TASK, "--input", "image", "--output", "text", "--model", "random:3"]
+    first = fllm(*base, "-f", "text")
+    assert first[0] == 0 and first[1] == fllm(*base, "-f", "text")[1]
+    assert first[1].startswith("Step 1: ")
+    assert fllm(*base, "-f", "mermaid")[1].startswith("flowchart LR")
+    assert fllm(*base, "-f", "dot")[1].startswith("digraph plan {")
+    assert "word:" in fllm(*base, "-f", "yaml")[1]
+    rich = fllm(*base)
+    assert "Execution order" in rich[1] and "LLM calls" in rich[1]
+
+
+def test_trace_then_replay_reproduces_the_run(tmp_path: Path, openagi: str) -> None:
+    trace = tmp_path / "t.jsonl"
+    base = ["plan", openagi, TASK, "--input", "image", "--output", "text", "-f", "json"]
+    code, stdout, _ = fllm(*base, "--model", "random:5", "--trace", str(trace))
+    assert code == 0
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert records and all(
+        {"prompt", "options", "reply", "choice", "latency_s"} <= r.keys() for r in records
+    )
+    code, replayed, err = fllm(*base, "--model", f"replay:{trace}")
+    assert code == 0, err
+    assert json.loads(replayed)["word"] == json.loads(stdout)["word"]
+    # A different task changes the prompts: replay must refuse and say where.
+    code, _, err = fllm(
+        "plan",
+        openagi,
+        "another task",
+        "--input",
+        "image",
+        "--output",
+        "text",
+        "--model",
+        f"replay:{trace}",
+    )
+    assert code == 1 and "different prompt" in err and "Traceback" not in err
+
+
+def test_scripted_file_model(tmp_path: Path, openagi: str) -> None:
+    answers = tmp_path / "answers.txt"
+    answers.write_text("Image Captioning\ninput image\n", encoding="utf-8")
+    code, stdout, err = fllm(
+        "plan",
+        openagi,
+        TASK,
+        "--input",
+        "image",
+        "--output",
+        "text",
+        "--model",
+        f"scripted:{answers}",
+        "-f",
+        "json",
+    )
+    assert code == 0, err
+    assert json.loads(stdout)["word"][0] == "Image Captioning"
+
+
+def test_interface_is_asked_when_omitted(tmp_path: Path, openagi: str) -> None:
+    answers = tmp_path / "answers.txt"
+    # inputs: "an image and a text"; output: "a text"; then plan choices.
+    answers.write_text("an image and a text\na text\n" + "1\n" * 30, encoding="utf-8")
+    code, stdout, err = fllm(
+        "plan",
+        openagi,
+        "Given an image and a question, answer it?",
+        "--model",
+        f"scripted:{answers}",
+        "-f",
+        "json",
+    )
+    assert code == 0, err
+    doc = json.loads(stdout)
+    assert doc["inputs"] == {"image": "image", "text": "text"} and doc["output"] == "text"
+
+
+def test_bad_input_is_one_line_without_traceback(tmp_path: Path, openagi: str) -> None:
+    cases = [
+        ["plan", openagi, "t", "--input", "imgae", "--output", "text", "--model", "random"],
+        ["plan", openagi, "t", "--input", "image", "--output", "text", "-f", "pdf"],
+        ["plan", "domains/nope.yaml", "t", "--model", "random"],
+        ["plan", openagi, "t", "--input", "image", "--model", "random"],
+        ["plan", openagi, "t", "--input", "image", "--output", "text", "--model", "random:x"],
+        [
+            "plan",
+            openagi,
+            "t",
+            "--input",
+            "image",
+            "--output",
+            "text",
+            "--model",
+            "random",
+            "-o",
+            str(tmp_path / "missing" / "p.json"),
+        ],
+        [
+            "plan",
+            openagi,
+            "t",
+            "--input",
+            "image",
+            "--output",
+            "text",
+            "--model",
+            "replay:/nonexistent",
+        ],
+    ]
+    for args in cases:
+        code, stdout, err = fllm(*args)
+        assert code != 0, args
+        assert "Traceback" not in err + stdout, args
+        assert len(err.strip().splitlines()) == 1, (args, err)
+    assert "did you mean 'image'" in fllm(*cases[0])[2]
+
+
+def test_existing_output_file_survives_a_failed_run(tmp_path: Path, openagi: str) -> None:
+    out = tmp_path / "plan.json"
+    out.write_text("precious", encoding="utf-8")
+    code, _, _ = fllm(
+        "plan",
+        openagi,
+        "t",
+        "--input",
+        "image",
+        "--output",
+        "text",
+        "--model",
+        "random",
+        "--max-steps",
+        "1",
+        "-o",
+        str(out),
+    )
+    assert code == 1
+    assert out.read_text() == "precious"
+
+
+def test_help_for_every_command() -> None:
+    for command in ([], ["plan"], ["validate"], ["render-pda"], ["verify"]):
+        result = runner.invoke(app, [*command, "--help"])
+        assert result.exit_code == 0, command
+        assert "Usage" in result.output
