@@ -41,9 +41,7 @@ def get_template(name: str, search: Iterable[str | Path] = ()) -> jinja2.Templat
     except jinja2.TemplateNotFound as exc:
         raise FllmError(f"prompt template '{name}' not found") from exc
     except jinja2.TemplateSyntaxError as exc:
-        raise FllmError(
-            f"prompt template '{name}' line {exc.lineno}: {exc.message}"
-        ) from exc
+        raise FllmError(f"prompt template '{name}' line {exc.lineno}: {exc.message}") from exc
 
 
 def render(name: str, variables: Mapping[str, Any], search: Iterable[str | Path] = ()) -> str:
