@@ -1,0 +1,114 @@
+"""Arithmetic word problems under ReAct and the ablated ReAct of the spec paper.
+
+Usage:
+    python bench/agents_arith.py --model local [--shots 1] [--limit 30] [--max-loops 3]
+
+For each problem and each agent it reports whether the agent gave an answer (a number could be
+read from it) and whether that number is right (relative tolerance 1e-4). Any model back end
+works (``--model random`` gives a floor).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+from fllm_cli.errors import FllmError
+from fllm_cli.llm.registry import ModelOptions, make_model
+from fllm_cli.ltl.api import AgentOptions, run_agent
+from fllm_cli.ltl.runtime import Budget
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "domains" / "agents" / "arith.jsonl"
+AGENTS = {
+    "react": ROOT / "domains/agents/react.sexp",
+    "react-ablated": ROOT / "domains/agents/react_ablation.sexp",
+}
+NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def read_number(answer: str | None) -> float | None:
+    """Return the first number in the answer text, or None."""
+    if not answer:
+        return None
+    match = NUMBER.search(answer)
+    return float(match.group(0).replace(",", "")) if match else None
+
+
+def correct(value: float | None, expected: float) -> bool:
+    """Compare with a small relative tolerance."""
+    return value is not None and abs(value - expected) <= 1e-4 * max(1.0, abs(expected))
+
+
+def main() -> int:
+    """Run the benchmark and print a table (and JSON with --json)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--shots", type=int, default=1)
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--max-loops", type=int, default=3)
+    parser.add_argument("--max-steps", type=int, default=20)
+    parser.add_argument("--max-tokens", type=int, default=96)
+    parser.add_argument("--json", default=None, help="write per-problem results here")
+    args = parser.parse_args()
+    problems = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()][
+        : args.limit
+    ]
+    model = make_model(args.model, ModelOptions())
+    budget = Budget(max_steps=args.max_steps, max_loops=args.max_loops, max_tokens=args.max_tokens)
+    options = AgentOptions(
+        tools=("calculator",),
+        examples=str(ROOT / "prompts/react_examples.txt"),
+        shots=args.shots,
+        budget=budget,
+    )
+    rows = []
+    start = time.perf_counter()
+    try:
+        for name, path in AGENTS.items():
+            for i, problem in enumerate(problems):
+                run = run_agent(str(path), problem["question"], model, options)
+                value = read_number(run.answer)
+                rows.append(
+                    {
+                        "agent": name,
+                        "id": i,
+                        "answer": run.answer,
+                        "value": value,
+                        "expected": problem["answer"],
+                        "correct": correct(value, problem["answer"]),
+                        "steps": run.stats.steps,
+                        "model_calls": run.stats.model_calls,
+                    }
+                )
+                print(
+                    f"{name:14} {i:2} {'ok ' if rows[-1]['correct'] else '-- '} {run.answer!r}",
+                    file=sys.stderr,
+                )
+    except FllmError as exc:
+        print(f"error: {exc.one_line()}", file=sys.stderr)
+        return 1
+    finally:
+        model.close()
+    print(
+        f"model={model.name} shots={args.shots} problems={len(problems)} "
+        f"max_loops={args.max_loops} seconds={time.perf_counter() - start:.0f}"
+    )
+    print(f"{'agent':14} {'answer rate':>12} {'accuracy':>9} {'calls/problem':>14}")
+    for name in AGENTS:
+        mine = [r for r in rows if r["agent"] == name]
+        answered = sum(r["value"] is not None for r in mine) / max(1, len(mine))
+        accuracy = sum(r["correct"] for r in mine) / max(1, len(mine))
+        calls = sum(r["model_calls"] for r in mine) / max(1, len(mine))
+        print(f"{name:14} {answered:12.1%} {accuracy:9.1%} {calls:14.1f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

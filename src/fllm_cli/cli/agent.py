@@ -1,0 +1,241 @@
+"""``fllm agent`` (run an LTL-specified agent) and ``fllm check-trace`` (validate transcripts)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from fllm_cli.cli.common import read_text_arg, stderr_console, stdout_console, write_atomic
+from fllm_cli.errors import UsageError
+from fllm_cli.ltl.runtime import Budget, Observer, Step
+
+RUN_FORMATS = ("rich", "json", "transcript")
+
+
+class _Recorder(Observer):
+    """Keep trace records and, in rich mode, print each step as soon as it is written."""
+
+    def __init__(self, console: Console | None, echo_user: bool) -> None:
+        self.console = console
+        self.echo_user = echo_user
+        self.records: list[dict[str, Any]] = []
+
+    def filled(self, step: Step) -> None:
+        from fllm_cli.ltl.output import step_text
+
+        self.records.append(
+            {
+                "event": "step",
+                "state": step.state,
+                "tag": step.tag,
+                "text": step.text,
+                "source": step.source,
+                "tag_forced": step.tag_forced,
+                "notes": step.notes,
+            }
+        )
+        if self.console is None:
+            return
+        if step.source == "env" and not self.echo_user and "user" in step.state.lower():
+            return
+        self.console.print(step_text(step), soft_wrap=True)
+
+    def event(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+
+
+def _reader(console: Console | None) -> Any:
+    """Return the function that reads a user turn from standard input (None at end of input)."""
+    interactive = sys.stdin.isatty()
+
+    def read(tag: str) -> str | None:
+        try:
+            if interactive:
+                return (console or Console()).input(f"[bold cyan]{tag}[/] ")
+            line = sys.stdin.readline()
+            return line.rstrip("\n") if line else None
+        except EOFError:
+            return None
+
+    return read
+
+
+def _split_names(value: str) -> list[str]:
+    return [n.strip() for n in value.split(",") if n.strip()]
+
+
+def agent_command(
+    spec: str = typer.Argument(..., help="Agent spec (.sexp, or YAML with an 'agent:' key)."),
+    question: str = typer.Argument("", help="The task; optional for agents with a User state."),
+    model: str = typer.Option(
+        None, "--model", "-m", help="Model: local, random, scripted:FILE, a LiteLLM name..."
+    ),
+    tools: str = typer.Option(
+        "calculator", "--tools", help="Comma-separated tools: calculator, search, lookup, plugins."
+    ),
+    tool_module: list[str] = typer.Option(
+        [], "--tool-module", help="Python module with TOOLS or make_tools(context)."
+    ),
+    corpus: str = typer.Option(
+        None, "--corpus", help="JSONL corpus {title, text} for search/lookup."
+    ),
+    examples: str = typer.Option(
+        None, "--examples", help="Few-shot examples file (e.g. prompts/react_examples.txt)."
+    ),
+    shots: int = typer.Option(None, "--shots", min=0, help="Use only the first N examples."),
+    max_steps: int = typer.Option(
+        50, "--max-steps", min=1, help="Most states in a run (the closing path included)."
+    ),
+    max_loops: int = typer.Option(
+        None, "--max-loops", min=1, help="Most visits of the start state (the paper used 3)."
+    ),
+    max_tokens: int = typer.Option(
+        256, "--max-tokens", min=1, help="Most tokens the model writes per state."
+    ),
+    max_stop: int = typer.Option(
+        0, "--max-stop", min=0, help="Send at most N tags as stop sequences (0: all)."
+    ),
+    expected: str = typer.Option(
+        None, "--expected", help="Expected answer, for an Evaluator state (Reflexion)."
+    ),
+    fmt: str = typer.Option("rich", "--format", "-f", help="rich | json | transcript"),
+    trace: str = typer.Option(
+        None, "--trace", help="Write every model call, choice and tool run as JSONL."
+    ),
+    api_base: str = typer.Option(
+        None, "--api-base", help="Base URL for an OpenAI-compatible server."
+    ),
+    temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature."),
+) -> None:
+    """Run an agent whose behaviour is an LTL formula; every transcript satisfies it."""
+    from fllm_cli.llm.registry import ModelOptions, make_model
+    from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
+    from fllm_cli.ltl.output import bare_transcript, legend, stats_line, to_json
+
+    if fmt not in RUN_FORMATS:
+        raise UsageError(f"unknown format '{fmt}'; use one of {', '.join(RUN_FORMATS)}")
+    agent_spec, _ = load_agent(spec)
+    has_user = any(s.env_input and "user" in s.name.lower() for s in agent_spec.states)
+    if not question and not has_user:
+        raise UsageError(f"agent '{agent_spec.name}' needs a QUESTION argument")
+    out = stdout_console()
+    live = out if fmt == "rich" else None
+    recorder = _Recorder(live, echo_user=not sys.stdin.isatty())
+    options = AgentOptions(
+        tools=_split_names(tools),
+        tool_modules=tool_module,
+        corpus=corpus,
+        examples=examples,
+        shots=shots,
+        budget=Budget(max_steps, max_loops, max_tokens, max_stop),
+        expected=expected,
+    )
+    backend = make_model(model, ModelOptions(api_base=api_base, temperature=temperature))
+    try:
+        if live is not None:
+            live.print(legend())
+            if question:
+                live.print(f"Question: {question}", style="bold")
+        run = run_agent(
+            spec, question, backend, options, recorder, _reader(live or stderr_console())
+        )
+    finally:
+        backend.close()
+    if trace:
+        summary = {"event": "run", **{k: v for k, v in to_json(run).items() if k != "steps"}}
+        lines = [json.dumps(r, ensure_ascii=False) for r in [*recorder.records, summary]]
+        write_atomic(trace, "\n".join(lines) + "\n")
+    if fmt == "json":
+        print(json.dumps(to_json(run), indent=2, ensure_ascii=False))
+    elif fmt == "transcript":
+        sys.stdout.write(bare_transcript(run))
+    else:
+        out.print()
+        answer = run.answer if run.answer is not None else "(none)"
+        out.print(f"[bold]answer:[/] {answer}", highlight=False)
+        state = "reached the final state" if run.reached_final else f"ended by the {run.ended_by}"
+        out.print(
+            f"[dim]{run.agent}: {state}; {stats_line(run)}[/]", highlight=False, soft_wrap=True
+        )
+
+
+def check_trace_command(
+    spec: str = typer.Argument(..., help="Agent spec (.sexp or YAML)."),
+    file: str = typer.Argument(..., help="Transcript file, '-' for standard input."),
+    split: str = typer.Option(
+        r"^(Question|Claim):",
+        "--split",
+        help="Regex of lines that start a new example ('' for one trace).",
+    ),
+    tools: str = typer.Option(
+        None, "--tools", help="Tool names allowed in states restricted to tools."
+    ),
+    fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
+) -> int:
+    """Check that transcripts follow an agent spec; report the first violation of each example."""
+    from fllm_cli.ltl.api import load_agent
+    from fllm_cli.ltl.trace import check_transcript
+
+    if fmt not in ("text", "json"):
+        raise UsageError(f"unknown format '{fmt}'; use text or json")
+    agent_spec, automaton = load_agent(spec)
+    text = read_text_arg(file)
+    tool_names = tuple(_split_names(tools)) if tools else None
+    results = check_transcript(agent_spec, automaton, text, split or None, tool_names)
+    failed = [r for r in results if not r.ok]
+    if fmt == "json":
+        data = [
+            {
+                "line": r.line,
+                "states": [s.state for s in r.segments],
+                "ok": r.ok,
+                "violation": None
+                if r.violation is None
+                else {
+                    "line": r.violation.line,
+                    "message": r.violation.message,
+                    "allowed": list(r.violation.allowed),
+                },
+            }
+            for r in results
+        ]
+        print(json.dumps({"file": file, "examples": data, "ok": not failed}, indent=2))
+        return 1 if failed else 0
+    out = stdout_console()
+    for number, r in enumerate(results, 1):
+        if r.violation is None:
+            out.print(
+                f"[green]ok[/]   example {number} (line {r.line}): {len(r.segments)} states",
+                highlight=False,
+            )
+            continue
+        v = r.violation
+        allowed = f"; allowed here: {', '.join(v.allowed)}" if v.allowed else ""
+        out.print(
+            f"[red]FAIL[/] {file}:{v.line}: example {number}: {v.message}{allowed}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    verdict = (
+        "[green]all examples follow the spec[/]"
+        if not failed
+        else f"[red]{len(failed)} of {len(results)} example(s) violate the spec[/]"
+    )
+    out.print(f"{agent_spec.name}: {verdict}", highlight=False)
+    return 1 if failed else 0
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``agent`` and ``check-trace`` to the CLI."""
+    app.command("agent", no_args_is_help=True)(agent_command)
+
+    def _check(*args: Any, **kwargs: Any) -> None:
+        raise typer.Exit(check_trace_command(*args, **kwargs))
+
+    import functools
+
+    app.command("check-trace", no_args_is_help=True)(functools.wraps(check_trace_command)(_check))

@@ -1,0 +1,106 @@
+"""Present a run: a styled transcript (forced, model and environment text told apart), JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from fllm_cli.ltl.runtime import AgentRun, Step, transcript
+
+STYLES = {"forced": "bold green", "model": "yellow", "env": "cyan", "choice": "magenta"}
+
+
+def legend() -> Text:
+    """Return the colour key of the transcript."""
+    text = Text("key: ")
+    for label, style in (
+        ("forced by fllm", "forced"),
+        ("model", "model"),
+        ("constrained choice", "choice"),
+        ("environment", "env"),
+    ):
+        text.append(label, style=STYLES[style])
+        text.append("  ")
+    return text
+
+
+def step_text(step: Step) -> Text:
+    """Return one step as styled text: the tag (green when forced) and its content."""
+    line = Text()
+    line.append(step.tag, style=STYLES["forced"] if step.tag_forced else STYLES["model"])
+    if step.text:
+        if not step.tag.endswith(" "):
+            line.append(" ")
+        line.append(step.text, style=STYLES.get(step.source, ""))
+    for note in step.notes:
+        line.append(f"  [{note}]", style="dim")
+    return line
+
+
+def stats_dict(run: AgentRun) -> dict[str, Any]:
+    """Return the run's statistics as plain data."""
+    s = run.stats
+    return {
+        "steps": s.steps,
+        "loops": s.loops,
+        "model_calls": s.model_calls,
+        "generate_calls": s.generate_calls,
+        "choice_calls": s.choice_calls,
+        "fallbacks": s.fallbacks,
+        "forced_tags": s.forced_tags,
+        "dropped_tags": s.dropped_tags,
+        "tool_calls": s.tool_calls,
+        "tool_errors": s.tool_errors,
+        "budget_hit": s.budget_hit,
+        "prompt_tokens": s.usage.prompt_tokens,
+        "completion_tokens": s.usage.completion_tokens,
+        "cost_usd": round(s.usage.cost_usd, 6),
+        "seconds": round(s.seconds, 3),
+    }
+
+
+def stats_line(run: AgentRun) -> str:
+    """Return a one-line summary of the statistics."""
+    s = run.stats
+    parts = [
+        f"{s.steps} steps",
+        f"{s.loops} loops",
+        f"{s.model_calls} model calls",
+        f"{s.forced_tags} forced tags",
+        f"{s.dropped_tags} dropped tags",
+        f"{s.tool_calls} tool calls ({s.tool_errors} errors)",
+    ]
+    if s.budget_hit:
+        parts.append(f"budget hit: {s.budget_hit}")
+    return ", ".join(parts)
+
+
+def to_json(run: AgentRun) -> dict[str, Any]:
+    """Return the whole run as plain data."""
+    return {
+        "agent": run.agent,
+        "question": run.question,
+        "answer": run.answer,
+        "reached_final": run.reached_final,
+        "ended_by": run.ended_by,
+        "steps": [
+            {
+                "state": st.state,
+                "tag": st.tag,
+                "text": st.text,
+                "source": st.source,
+                "tag_forced": st.tag_forced,
+                "notes": st.notes,
+            }
+            for st in run.steps
+        ],
+        "transcript": transcript(run.steps),
+        "stats": stats_dict(run),
+    }
+
+
+def bare_transcript(run: AgentRun) -> str:
+    """Return the question line and the transcript in the spec's own tags."""
+    head = f"Question: {run.question}\n" if run.question else ""
+    return head + transcript(run.steps) + "\n"

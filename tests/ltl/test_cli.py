@@ -1,0 +1,140 @@
+"""The agent and check-trace commands: exit codes, output formats, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fllm_cli.cli.app import main
+
+ROOT = Path(__file__).resolve().parents[2]
+REACT = str(ROOT / "domains" / "agents" / "react.sexp")
+EXAMPLES = str(ROOT / "prompts" / "react_examples.txt")
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    out, err = capsys.readouterr()
+    return int(info.value.code or 0), out, err
+
+
+def test_shipped_examples_pass_check_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        ["check-trace", REACT, EXAMPLES, "--tools", "calculator,search,lookup"], capsys
+    )
+    assert code == 0 and "all examples follow the spec" in out
+
+
+def test_check_trace_reports_the_first_violation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text(
+        "Question: q\nThought: t\nAction: calculator\nObservation: 3\nFinal Thought: f\nAnswer: 3\n"
+    )
+    code, out, _ = run_cli(["check-trace", REACT, str(bad)], capsys)
+    assert code == 1
+    assert (
+        f"{bad}:4: example 1: 'Observation:' is not allowed here; allowed here: Action Input:"
+        in out
+    )
+
+
+def test_check_trace_reports_an_unfinished_trace_and_bad_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "t.txt"
+    f.write_text(
+        "Question: a\nThought: t\nAction: hammer\n\nQuestion: b\nThought: t\nAction: calculator\n"
+    )
+    code, out, _ = run_cli(
+        ["check-trace", REACT, str(f), "--tools", "calculator", "-f", "json"], capsys
+    )
+    data = json.loads(out)
+    assert code == 1 and not data["ok"]
+    first, second = data["examples"]
+    assert (
+        first["violation"]["line"] == 3
+        and "must be one of [calculator]" in first["violation"]["message"]
+    )
+    assert second["violation"]["line"] == 7 and second["violation"]["allowed"] == ["Action Input:"]
+
+
+def test_agent_transcript_round_trips_through_check_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(
+        [
+            "agent",
+            REACT,
+            "What is 2+2?",
+            "--model",
+            "random:7",
+            "--max-loops",
+            "2",
+            "--format",
+            "transcript",
+        ],
+        capsys,
+    )
+    assert code == 0 and out.startswith("Question: What is 2+2?\nThought:")
+    f = tmp_path / "run.txt"
+    f.write_text(out)
+    code, out, _ = run_cli(["check-trace", REACT, str(f)], capsys)
+    assert code == 0
+
+
+def test_agent_json_and_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "s.txt"
+    script.write_text("Compute it.\n1\n0.17 * 240 + 12\n2\nThat is 52.8.\n52.8\n")
+    trace = tmp_path / "trace.jsonl"
+    code, out, _ = run_cli(
+        [
+            "agent",
+            REACT,
+            "What is 17% of 240, plus 12?",
+            "--model",
+            f"scripted:{script}",
+            "--format",
+            "json",
+            "--trace",
+            str(trace),
+        ],
+        capsys,
+    )
+    data = json.loads(out)
+    assert code == 0 and data["answer"] == "52.8" and data["reached_final"]
+    assert [s["source"] for s in data["steps"]] == [
+        "model",
+        "choice",
+        "model",
+        "env",
+        "model",
+        "model",
+    ]
+    assert data["steps"][3]["text"] == "52.8"
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert {e["event"] for e in events} == {"step", "generate", "choice", "env", "run"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["agent", "nope.sexp", "q"], "no such agent spec: 'nope.sexp'"),
+        (
+            ["agent", REACT, "q", "--tools", "calculater"],
+            "unknown tool 'calculater' (did you mean 'calculator'?)",
+        ),
+        (["agent", REACT, "q", "--format", "xml"], "unknown format 'xml'"),
+        (["agent", REACT], "needs a QUESTION"),
+        (["check-trace", REACT, "missing.txt"], "no such file: 'missing.txt'"),
+    ],
+)
+def test_bad_input_is_one_line(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(args, capsys)
+    assert code != 0 and message in " ".join(err.split()) and "Traceback" not in err
