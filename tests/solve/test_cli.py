@@ -1,0 +1,101 @@
+"""The commands, driven by a replayed trace (no model, no network)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fllm_cli.cli.app import main
+
+from .scripts import DEFINITION, FORMULATION, MC, assessment, code, formatted
+
+PROBLEMS = Path(__file__).resolve().parents[2] / "domains" / "problems"
+QUERY = "What would happen if cafe1 experienced a 23% rise in demand for light coffee?"
+
+
+def replies_trace(path: Path) -> None:
+    replies = [
+        DEFINITION,
+        FORMULATION,
+        code("coffee"),
+        formatted({"total_cost": 2520}),
+        assessment(MC),
+    ]
+    path.write_text("".join(json.dumps({"type": "generate", "reply": r}) + "\n" for r in replies))
+
+
+def run(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    return int(exit_info.value.code or 0)
+
+
+def test_solve_command_writes_result_and_trace(tmp_path: Path, capsys) -> None:
+    replies_trace(tmp_path / "replies.jsonl")
+    out, trace = tmp_path / "out.json", tmp_path / "trace.jsonl"
+    code_ = run(
+        [
+            "solve",
+            str(PROBLEMS / "coffee.yaml"),
+            QUERY,
+            "--model",
+            f"replay:{tmp_path / 'replies.jsonl'}",
+            "-o",
+            str(out),
+            "--trace",
+            str(trace),
+            "--timeout",
+            "8",
+        ]
+    )
+    assert code_ == 0
+    result = json.loads(out.read_text())
+    assert result["objective"] == 2520 and result["accepted"]
+    stages = [json.loads(line)["stage"] for line in trace.read_text().splitlines()]
+    assert stages == ["definer", "formulator", "codegen", "execute", "formatter", "assess"]
+    assert "status: sat  objective: 2520" in capsys.readouterr().out
+
+
+def test_solve_bench_scores_the_query(tmp_path: Path, capsys) -> None:
+    replies_trace(tmp_path / "replies.jsonl")
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"questions": [{"QUESTION": QUERY, "GT EXEC RESULT": 2520.0}]}))
+    report = tmp_path / "report.json"
+    assert (
+        run(
+            [
+                "solve-bench",
+                str(PROBLEMS / "coffee.yaml"),
+                str(bench),
+                "--model",
+                f"replay:{tmp_path / 'replies.jsonl'}",
+                "-o",
+                str(report),
+                "--timeout",
+                "8",
+            ]
+        )
+        == 0
+    )
+    data = json.loads(report.read_text())
+    assert (data["optimal"], data["success"], data["queries"]) == (1, 1, 1)
+    assert "optimal 1/1 (100.0%)" in capsys.readouterr().out
+
+
+def test_bad_problem_file_is_one_line_error(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "p.yaml"
+    bad.write_text("problem:\n  name: x\n  kind: other\n  description: d\n")
+    assert run(["solve", str(bad), "q", "--model", "random"]) != 0
+    err = capsys.readouterr().err
+    assert "p.yaml:3:9" in err and "Traceback" not in err
+
+
+def test_score_rules() -> None:
+    from fllm_cli.solve.bench import Item, score
+
+    assert score(Item(0, "q", None), {"status": "unsat"}, 1e-4) == (True, True)
+    assert score(Item(0, "q", 10.0), {"status": "sat", "objective": 11}, 1e-4) == (False, True)
+    plan_item = Item(0, "q", None, optimal_length=4)
+    assert score(plan_item, {"plan_check": {"valid": True, "length": 6}}, 0) == (False, True)

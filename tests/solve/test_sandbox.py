@@ -1,0 +1,71 @@
+"""Generated code runs in a limited child process; every failure comes back as a result."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fllm_cli.solve.sandbox import Limits, run_code
+
+SMALL = Limits(timeout=2.5, memory_mb=300)
+
+
+def test_runs_z3_and_reads_objective() -> None:
+    code = "solver = Optimize()\nx = Int('x')\nsolver.add(x >= 3)\ntotal_cost = 2 * x\n"
+    code += "solver.minimize(total_cost)\n"
+    result = run_code(code, objective="total_cost", limits=SMALL)
+    assert (result.ok, result.status, result.objective, result.values["x"]) == (True, "sat", 6, 3)
+
+
+def test_unsat_is_reported() -> None:
+    result = run_code("solver = Optimize()\nx = Int('x')\nsolver.add(x > 1, x < 0)\n", limits=SMALL)
+    assert result.ok and result.status == "unsat"
+
+
+def test_infinite_loop_times_out() -> None:
+    result = run_code("while True:\n    pass\n", limits=SMALL)
+    assert (result.ok, result.kind) == (False, "timeout")
+
+
+def test_memory_blow_up_is_stopped() -> None:
+    code = "allocate = []\nwhile True:\n    allocate.append(bytearray(10**7))\n"
+    result = run_code(code, limits=SMALL)
+    assert (result.ok, result.kind) == (False, "memory")
+
+
+def test_socket_is_blocked() -> None:
+    code = "import socket\nsocket.create_connection(('127.0.0.1', 9))\n"
+    result = run_code(code, limits=SMALL)
+    assert result.kind == "blocked" and "fllm sandbox" in result.error
+
+
+def test_reading_user_files_is_blocked() -> None:
+    secret = Path.home() / ".ssh" / "id_rsa"
+    result = run_code(f"print(open({str(secret)!r}).read())\n", limits=SMALL)
+    assert result.kind == "blocked" and "not allowed" in result.error
+
+
+def test_subprocess_is_blocked() -> None:
+    result = run_code("import os\nos.system('true')\n", limits=SMALL)
+    assert result.kind == "blocked"
+
+
+def test_environment_is_clean(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
+    code = "import os\nprint(sorted(os.environ))\nsolver = Solver()\n"
+    result = run_code(code, limits=SMALL)
+    assert result.ok and "OPENAI_API_KEY" not in result.stdout and "PROXY" not in result.stdout
+    assert os.environ["OPENAI_API_KEY"] == "sk-secret"  # the parent is untouched
+
+
+def test_working_folder_is_empty_and_writable() -> None:
+    code = "import os\nprint(os.listdir('.'))\nopen('x.txt', 'w').write('1')\nsolver = Solver()\n"
+    result = run_code(code, limits=SMALL)
+    assert result.ok and result.stdout.strip() == "[]"
+
+
+def test_horizon_loop_stops_at_first_plan() -> None:
+    code = "solver = Solver()\nsolver.add(BoolVal(T >= 3))\n"
+    result = run_code(code, horizons=[1, 2, 3, 4], limits=SMALL)
+    assert (result.status, result.horizon, result.tried) == ("sat", 3, [1, 2, 3])
