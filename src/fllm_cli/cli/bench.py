@@ -1,0 +1,194 @@
+"""``fllm bench``: run a task file with several strategies and report validity, cost and scores."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from fllm_cli.bench import report as rep
+from fllm_cli.bench.core import BenchOptions, BenchRun, parse_strategies, run_bench
+from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
+from fllm_cli.cli.plan import MODEL_HELP
+from fllm_cli.errors import UsageError
+from fllm_cli.llm.registry import ModelOptions
+from fllm_cli.search.planner import Budgets
+
+FORMATS = ("rich", "markdown", "json")
+
+
+def bench(
+    spec: str = typer.Argument(..., help="Domain spec, e.g. domains/openagi.yaml."),
+    tasks_file: str = typer.Argument(
+        ..., help="Tasks, JSON Lines: task, inputs, output, id, reference, vars."
+    ),
+    strategy: str = typer.Option(
+        "formal", "--strategy", "-s", help="Comma-separated: formal, zero-shot, few-shot."
+    ),
+    model: str | None = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    examples: str | None = typer.Option(
+        None, "--examples", help="Few-shot examples (JSONL with references)."
+    ),
+    shots: int | None = typer.Option(
+        None, "--shots", min=1, help="Use at most N few-shot examples."
+    ),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Run only the first N tasks."),
+    concurrency: int = typer.Option(
+        1, "--concurrency", "-j", min=1, max=64, help="Tasks run at once."
+    ),
+    out_file: str | None = typer.Option(None, "-o", "--out", help="Write the JSON report to FILE."),
+    fmt: str = typer.Option(
+        "rich", "--format", "-f", help="Summary on stdout: rich, markdown or json."
+    ),
+    resume: str | None = typer.Option(
+        None, "--resume", help="Continue REPORT.json, skipping finished pairs."
+    ),
+    record: str | None = typer.Option(
+        None, "--record", help="Write formal choice points with plan scores to FILE.jsonl."
+    ),
+    strict: bool = typer.Option(False, "--strict", help="A bad task line is fatal."),
+    api_base: str | None = typer.Option(
+        None, "--api-base", help="Base URL of an OpenAI-compatible server."
+    ),
+    temperature: float = typer.Option(
+        0.0, "--temperature", min=0.0, max=2.0, help="Sampling temperature."
+    ),
+    timeout: float = typer.Option(60.0, "--timeout", min=0.1, help="Seconds per model request."),
+    retries: int = typer.Option(
+        4, "--retries", min=0, help="Retries on rate limits, timeouts and 5xx."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the response cache."),
+    max_llm_calls: int | None = typer.Option(
+        None, "--max-llm-calls", min=0, help="Model calls per plan."
+    ),
+    max_backtracks: int = typer.Option(100, "--max-backtracks", min=0, help="Backtracks per plan."),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", min=0.0, help="Stop, keeping what is done, past this total USD."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Benchmark formal (automaton-guided) planning against zero- and few-shot free-text plans.
+
+    Every plan is checked with the same verifier as `fllm verify`. Ctrl-C or --max-cost keep
+    what is done: the report is written with "partial": true, and --resume continues it.
+    """
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown --format '{fmt}' (choose {', '.join(FORMATS)})")
+    out_path = out_file or resume
+    opts = BenchOptions(
+        spec=spec,
+        tasks_file=tasks_file,
+        strategies=parse_strategies(strategy),
+        model=model,
+        model_options=ModelOptions(
+            api_base=api_base,
+            temperature=temperature,
+            timeout=timeout,
+            retries=retries,
+            cache=not no_cache,
+            max_cost=max_cost,
+        ),
+        examples_file=examples,
+        shots=shots,
+        limit=limit,
+        concurrency=concurrency,
+        max_cost=max_cost,
+        budgets=Budgets(max_llm_calls, max_backtracks, 10_000, max_cost),
+        strict=strict,
+        previous=rep.load_previous(resume) if resume else None,
+    )
+    if record and Path(record).parent and not Path(record).parent.exists():
+        raise UsageError(f"cannot write '{record}': its folder does not exist")
+    progress, on_result, on_start = _progress(not quiet)
+    with progress:
+        run = run_bench(opts, on_result=on_result, on_start=on_start)
+    _warn_bad_lines(run)
+    if out_path:
+        write_atomic(out_path, rep.dumps(run.report))
+    if record:
+        _write_records(record, run.records, keep=bool(resume))
+    _emit(run, fmt)
+    _finish_note(run, out_path)
+
+
+def _progress(enabled: bool) -> tuple[AbstractContextManager[Any], Any, Any]:
+    """Return (context, on_result, on_start) for a progress bar on stderr, silent off a tty."""
+    console = stderr_console()
+    if not enabled or not console.is_terminal:
+        return nullcontext(), None, None
+    bar = Progress(
+        TextColumn("bench"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[valid]} valid, ${task.fields[spend]:.4f}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    job = bar.add_task("bench", total=None, valid=0, spend=0.0)
+    counts = {"valid": 0, "spend": 0.0}
+
+    def on_result(row: dict[str, Any]) -> None:
+        counts["valid"] += int(row["valid"])
+        counts["spend"] += row["stats"].get("cost_usd", 0.0)
+        bar.update(job, advance=1, valid=counts["valid"], spend=counts["spend"])
+
+    def on_start(total: int) -> None:
+        bar.update(job, total=total)
+
+    return bar, on_result, on_start
+
+
+def _warn_bad_lines(run: BenchRun) -> None:
+    console = stderr_console()
+    for error in run.bad_lines:
+        console.print(
+            f"[yellow]warning:[/] {error} (line skipped)", highlight=False, soft_wrap=True
+        )
+
+
+def _write_records(path: str, records: list[dict[str, Any]], keep: bool) -> None:
+    """Write the choice records; when resuming, keep the lines already in the file."""
+    old = ""
+    if keep and Path(path).is_file():
+        old = Path(path).read_text(encoding="utf-8")
+        if old and not old.endswith("\n"):
+            old += "\n"
+    write_atomic(path, old + "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def _emit(run: BenchRun, fmt: str, console: Console | None = None) -> None:
+    """Print the summary in the chosen format."""
+    if fmt == "markdown":
+        sys.stdout.write(rep.markdown_table(run.report))
+    elif fmt == "json":
+        sys.stdout.write(json.dumps(run.report["summary"], indent=2) + "\n")
+    else:
+        (console or stdout_console()).print(rep.rich_table(run.report))
+
+
+def _finish_note(run: BenchRun, out_path: str | None) -> None:
+    """Say where the report went and whether it is partial."""
+    console = stderr_console()
+    report = run.report
+    if out_path:
+        console.print(f"report written to {out_path}", highlight=False)
+    if report["partial"]:
+        why = {"interrupted": "interrupted", "max_cost": "--max-cost reached"}.get(
+            report.get("stopped") or "", "not every pair ran"
+        )
+        again = f"; continue with --resume {out_path}" if out_path else ""
+        console.print(f"[yellow]partial report[/] ({why}){again}", highlight=False)
+    if report.get("stopped") == "interrupted":
+        raise typer.Exit(130)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the command to the app."""
+    app.command("bench")(bench)
