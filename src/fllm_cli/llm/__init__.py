@@ -3,8 +3,8 @@
 from fllm_cli.llm.base import (
     ChoiceRequest,
     ChoiceResult,
-    Generation,
     GenerateRequest,
+    Generation,
     Model,
     TextModel,
     Usage,

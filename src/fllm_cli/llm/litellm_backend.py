@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from fllm_cli.errors import BackendError
-from fllm_cli.llm.base import Generation, GenerateRequest, TextModel, Usage
+from fllm_cli.llm.base import GenerateRequest, Generation, TextModel, Usage
 from fllm_cli.llm.registry import ModelOptions
 
 _litellm: Any = None
@@ -84,6 +84,8 @@ class LiteLLMModel(TextModel):
             "max_tokens": request.max_tokens,
             "timeout": self.options.timeout,
             "num_retries": 0,
+            # The OpenAI SDK retries on its own too; retries are ours alone (counted, backed off).
+            "max_retries": 0,
         }
         if request.stop:
             kwargs["stop"] = list(request.stop)[:4] if "openai" in self.name else list(request.stop)
@@ -99,7 +101,7 @@ class LiteLLMModel(TextModel):
             try:
                 response = self._call(request)
                 break
-            except Exception as exc:  # noqa: BLE001 - every provider error is classified
+            except Exception as exc:
                 error = classify(exc)
                 if not error.retryable or attempt >= self.options.retries:
                     if error.retryable:
@@ -132,7 +134,8 @@ class LiteLLMModel(TextModel):
             if hit is not None:
                 return Generation(text=hit, calls=0, cached=True)
             gen = self._complete_uncached(request)
-            self.cache.put(self.name, request.prompt, key_params, gen.text)
+            if gen.text:  # an empty reply is a provider hiccup, not an answer worth keeping
+                self.cache.put(self.name, request.prompt, key_params, gen.text)
             return gen
         return self._complete_uncached(request)
 
@@ -153,6 +156,6 @@ def _usage_of(response: Any, litellm: Any) -> Usage:
     completion = int(getattr(usage, "completion_tokens", 0) or 0)
     try:
         cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-    except Exception:  # noqa: BLE001 - unknown pricing costs nothing we can know
+    except Exception:
         cost = 0.0
     return Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost)

@@ -6,12 +6,16 @@
 * ``replay:TRACE.jsonl``: answers recorded with ``--trace``;
 * ``local`` / ``local:PATH.gguf``: a GGUF model run in process;
 * anything else: a LiteLLM model string (``gpt-4o``, ``ollama/llama3``, ``openai/NAME``...).
+
+Real models answer through the on-disk reply cache (``llm/cache.py``) unless
+``ModelOptions.cache`` is off or ``$FLLM_NO_CACHE`` is set.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from fllm_cli.errors import UsageError
 from fllm_cli.llm.base import Model
@@ -62,7 +66,16 @@ def make_model(spec: str | None, options: ModelOptions | None = None) -> Model:
     if kind == "local":
         from fllm_cli.llm.local import make_local_model
 
-        return make_local_model(arg or None, options)
+        return make_local_model(arg or None, options, cache=_cache_for(options))
     from fllm_cli.llm.litellm_backend import LiteLLMModel
 
-    return LiteLLMModel(name, options)
+    return LiteLLMModel(name, options, cache=_cache_for(options))
+
+
+def _cache_for(options: ModelOptions) -> Any:
+    """Return the shared on-disk reply cache, or None when ``options.cache`` is off."""
+    if not options.cache or os.environ.get("FLLM_NO_CACHE"):
+        return None
+    from fllm_cli.llm.cache import open_cache
+
+    return open_cache()

