@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
-os.environ.setdefault("FLLM_HOME", str(Path(os.environ.get("TMPDIR", "/tmp")) / "fllm-test-home"))
+# A fresh cache home per run: no test may depend on replies cached by an earlier run.
+os.environ["FLLM_HOME"] = tempfile.mkdtemp(prefix="fllm-test-home-")
 os.environ["COLUMNS"] = "200"
 os.environ["NO_COLOR"] = "1"
 os.environ.pop("FLLM_MODEL", None)
