@@ -122,3 +122,49 @@ def test_generate_through_a_real_server(server: str) -> None:
     assert gen.text.strip()
     assert "," not in gen.text
     assert gen.calls == 1
+
+
+def test_fllm_plan_through_the_real_server(server: str, tmp_path: Path) -> None:
+    """The whole command, as a user runs it, against the real server: a valid plan."""
+    root = Path(__file__).resolve().parents[2]
+    spec = str(root / "domains" / "openagi.yaml")
+    out = tmp_path / "plan.json"
+    env = {**__import__("os").environ, "OPENAI_API_KEY": "sk-local", "FLLM_NO_CACHE": "1"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fllm_cli",
+            "plan",
+            spec,
+            "Given noisy grayscale image, how to return the caption in German step by step?",
+            "--input",
+            "image",
+            "--output",
+            "text",
+            "--model",
+            "openai/smollm2",
+            "--api-base",
+            server,
+            "--timeout",
+            "120",
+            "-f",
+            "json",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = __import__("json").loads(out.read_text())
+    assert doc["stats"]["llm_calls"] >= doc["stats"]["choice_points"] > 0
+    check = subprocess.run(
+        [sys.executable, "-m", "fllm_cli", "verify", spec, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
