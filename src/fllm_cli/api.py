@@ -13,8 +13,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from fllm_cli.automaton.explicit import (
+    ExplicitLookahead,
+    ExplicitPDA,
+    pda_from_spec,
+    verify_explicit,
+)
 from fllm_cli.automaton.lookahead import GrammarLookahead
 from fllm_cli.automaton.pda import PDA, pda_from_grammar
+from fllm_cli.diagnostics import article as _a
 from fllm_cli.errors import NoPlanError, PlanFileError, UsageError
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.grammar.compile import domain_grammar, make_task
@@ -22,6 +29,11 @@ from fllm_cli.llm.base import Model
 from fllm_cli.llm.registry import ModelOptions, make_model
 from fllm_cli.plan.document import build_document
 from fllm_cli.plan.model import Derivation
+from fllm_cli.search.automaton_prompting import (
+    AutomatonPrompter,
+    automaton_document,
+    resolve_vars,
+)
 from fllm_cli.search.planner import Budgets, Event, Planner, PlanStats
 from fllm_cli.search.prompting import Prompter
 from fllm_cli.spec.load import load_domain
@@ -33,13 +45,14 @@ from fllm_cli.verify import Verdict, verify_word
 
 @dataclass
 class Problem:
-    """A domain compiled for one task: grammar, automaton and look-ahead."""
+    """A domain compiled for a task: grammar (None for explicit automata), PDA, look-ahead."""
 
     domain: Domain
     task: Task
-    grammar: Grammar
+    grammar: Grammar | None
     pda: PDA
-    lookahead: GrammarLookahead
+    lookahead: GrammarLookahead | ExplicitLookahead
+    vars: dict[str, str] = field(default_factory=dict)
 
 
 def compile_problem(
@@ -48,9 +61,28 @@ def compile_problem(
     inputs: list[str] | None = None,
     output: str | None = None,
     task: str = "",
+    variables: dict[str, str] | None = None,
+    require_vars: bool = True,
 ) -> Problem:
-    """Load (if needed) and compile a domain for a task."""
+    """Load (if needed) and compile a domain for a task and its scenario variables.
+
+    ``require_vars=False`` shows a missing variable as ``{name}`` instead of failing (for
+    commands that only print the automaton).
+    """
     domain = load_domain(spec) if isinstance(spec, str) else spec
+    if require_vars:
+        values = resolve_vars(domain, variables)
+    else:
+        given = {**{v.name: v.default or f"{{{v.name}}}" for v in domain.vars}, **(variables or {})}
+        values = resolve_vars(domain, given)
+    if domain.kind == "automaton":
+        if inputs or output:
+            raise UsageError(
+                f"'{domain.name}' is an automaton domain: --input/--output do not apply"
+            )
+        assert domain.automaton is not None
+        epda = pda_from_spec(domain.automaton)
+        return Problem(domain, Task(task, (), ""), None, epda, ExplicitLookahead(epda), values)
     if domain.kind == "tools":
         the_task = make_task(domain, task, list(inputs or []), output)
     else:
@@ -59,7 +91,7 @@ def compile_problem(
         the_task = Task(task, (), "")
     grammar = domain_grammar(domain, the_task)
     pda = pda_from_grammar(grammar)
-    return Problem(domain, the_task, grammar, pda, GrammarLookahead(pda))
+    return Problem(domain, the_task, grammar, pda, GrammarLookahead(pda), values)
 
 
 def check_solvable(problem: Problem) -> None:
@@ -70,11 +102,12 @@ def check_solvable(problem: Problem) -> None:
     if problem.domain.kind == "tools":
         given = ", ".join(f"{n} ({m})" for n, m in t.inputs)
         raise NoPlanError(
-            f"no valid plan can produce a {t.output} output from {given} "
+            f"no valid plan can produce {_a(t.output)} {t.output} output from {given} "
             f"with the tools of '{problem.domain.name}' and their use limits",
             hint="check --input/--output, or the tools' max_uses",
         )
-    raise NoPlanError(f"the grammar of '{problem.domain.name}' accepts no plan under its limits")
+    what = "automaton" if problem.domain.kind == "automaton" else "grammar"
+    raise NoPlanError(f"the {what} of '{problem.domain.name}' accepts no plan under its limits")
 
 
 @dataclass
@@ -82,7 +115,7 @@ class PlanResult:
     """A plan and how it was made."""
 
     document: dict[str, Any]
-    derivation: Derivation
+    derivation: Derivation | None
     stats: PlanStats
     trace: list[dict[str, Any]] = field(default_factory=list)
 
@@ -98,7 +131,10 @@ def plan(
     """Plan with a model (a back end or a ``--model`` string) inside the automaton."""
     check_solvable(problem)
     backend = model if isinstance(model, Model) else make_model(model, options)
-    prompter = Prompter(problem.domain, problem.grammar, problem.pda, problem.task)
+    if isinstance(problem.pda, ExplicitPDA):
+        return _plan_automaton(problem, problem.pda, backend, budgets, on_event)
+    assert problem.grammar is not None
+    prompter = Prompter(problem.domain, problem.grammar, problem.pda, problem.task, problem.vars)
     planner = Planner(
         problem.pda, problem.lookahead, backend, prompter, budgets or Budgets(), on_event
     )
@@ -109,7 +145,34 @@ def plan(
         raise NoPlanError(f"internal error: planned word failed verification: {verdict.reason}")
     stats = planner.stats.as_dict()
     doc = build_document(problem.domain, problem.task, derivation, backend.name, stats)
+    if problem.vars:
+        doc["vars"] = dict(problem.vars)
     return PlanResult(doc, derivation, planner.stats, planner.trace)
+
+
+def _plan_automaton(
+    problem: Problem,
+    pda: ExplicitPDA,
+    backend: Model,
+    budgets: Budgets | None,
+    on_event: Event | None,
+) -> PlanResult:
+    prompter = AutomatonPrompter(problem.domain, pda, problem.task.text, problem.vars)
+    planner = Planner(pda, problem.lookahead, backend, prompter, budgets or Budgets(), on_event)
+    final = planner.run()
+    verdict = verify_explicit(pda, final.word_list())
+    if not verdict.valid:  # a bug, never a user's problem
+        raise NoPlanError(f"internal error: planned word failed verification: {verdict.reason}")
+    doc = automaton_document(
+        problem.domain,
+        pda,
+        final,
+        problem.task.text,
+        problem.vars,
+        backend.name,
+        planner.stats.as_dict(),
+    )
+    return PlanResult(doc, None, planner.stats, planner.trace)
 
 
 def read_plan_file(text: str, path: str) -> tuple[list[str], dict[str, Any] | None]:
@@ -147,4 +210,7 @@ def word_line_numbers(text: str) -> list[int]:
 
 def verify(problem: Problem, word: list[str]) -> Verdict:
     """Decide whether ``word`` is a valid plan for the problem."""
+    if isinstance(problem.pda, ExplicitPDA):
+        v = verify_explicit(problem.pda, word)
+        return Verdict(v.valid, None, v.position, v.reason, v.config)
     return verify_word(problem.pda, word)

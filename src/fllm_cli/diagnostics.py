@@ -56,6 +56,11 @@ class Diagnostic:
         return f"{gutter}{text}\n{caret}"
 
 
+def article(word: str) -> str:
+    """Return 'an' before a vowel sound (roughly), else 'a'."""
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """Return ' (did you mean 'x'?)' for the closest candidate, or ''."""
     import difflib

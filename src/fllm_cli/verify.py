@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fllm_cli.automaton.pda import PDA, Config
 from fllm_cli.diagnostics import did_you_mean
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.plan.model import Derivation
+
+# Configurations a plain run may visit before a span table guides it (pathological grammars).
+SCAN_BUDGET = 5_000
 
 
 @dataclass
@@ -18,6 +23,7 @@ class Verdict:
     derivation: Derivation | None = None
     position: int = 0
     reason: str = ""
+    config: Config | None = None
 
 
 def verify_word(pda: PDA, word: list[str]) -> Verdict:
@@ -30,16 +36,191 @@ def verify_word(pda: PDA, word: list[str]) -> Verdict:
             return Verdict(
                 False, position=i + 1, reason=f"unknown step '{sym}'{did_you_mean(sym, known)}"
             )
+    accepted, best, frontier, exhausted = _scan(pda, word)
+    if exhausted:  # left recursion or ε-cycles: let a span table guide the run instead
+        accepted, best, frontier = _guided(pda, g, word)
+    if accepted is not None:
+        return Verdict(True, Derivation.from_config(g, accepted))
+    if not frontier:  # only after a guided run gave up: say less, but still where
+        reason = (
+            f"'{word[best]}' is not allowed here" if best < len(word) else "the plan is incomplete"
+        )
+        return Verdict(False, position=best + 1, reason=reason)
+    return Verdict(False, position=best + 1, reason=_explain(pda, g, word, best, frontier))
+
+
+Keep = Callable[[int, Config], bool]
+
+
+def _scan(
+    pda: PDA, word: list[str], keep: Keep | None = None, budget: int = SCAN_BUDGET
+) -> tuple[Config | None, int, list[Config], bool]:
+    """Explore runs on ``word``: (accepting config, furthest position, configs there, gave up)."""
     best = -1
     frontier: list[Config] = []
-    for pos, config in pda.run(word):
+    spent = 0
+
+    def guard(pos: int, config: Config) -> bool:
+        nonlocal spent
+        spent += 1
+        return spent <= budget and (keep is None or keep(pos, config))
+
+    for pos, config in pda.run(word, guard):
         if pos == len(word) and pda.is_accepting(config):
-            return Verdict(True, Derivation.from_config(g, config))
+            return config, pos, [config], False
         if pos > best:
             best, frontier = pos, [config]
         elif pos == best:
             frontier.append(config)
-    return Verdict(False, position=best + 1, reason=_explain(pda, g, word, best, frontier))
+    return None, best, frontier, spent > budget
+
+
+def _guided(pda: PDA, g: Grammar, word: list[str]) -> tuple[Config | None, int, list[Config]]:
+    """Decide with a span table; replay its derivation, or find the furthest position reached."""
+    spans = Spans(g, word)
+    n = len(word)
+    if g.start in spans.full[(0, n)] and _fits(g, word):
+        accepted = _replay(pda, spans.preorder(g.start, 0, n))
+        if accepted is not None:
+            return accepted, n, []
+    best = max(k for k in range(n + 1) if spans.prefix(g.start, 0, k) and _fits(g, word[:k]))
+
+    def reaches(pos: int, config: Config) -> bool:
+        if config.state != pda.work_state:
+            return True
+        symbols = [s.symbol for s in reversed(config.stack) if s.symbol != pda.bottom]
+        return spans.form_prefix(symbols, pos, best)
+
+    _, furthest, frontier, _ = _scan(pda, word, reaches)
+    # The scan may give up before ``best``; the position is exact either way.
+    return None, best, frontier if furthest == best else []
+
+
+def _replay(pda: PDA, productions: list[int]) -> Config | None:
+    """Run the PDA along a leftmost derivation given as productions in preorder."""
+    expand = {t.production: i for i, t in enumerate(pda.transitions) if t.production is not None}
+    match = {
+        t.read: i
+        for i, t in enumerate(pda.transitions)
+        if t.production is None and t.read is not None and t.read == t.pop
+    }
+    todo = iter(productions)
+    config: Config | None = pda.initial()
+    while config is not None and not pda.is_accepting(config):
+        top = config.top
+        moves = pda.applicable(config)
+        if top is None or not moves:
+            return None
+        if config.state == pda.start or top.symbol == pda.bottom:
+            index = moves[0]
+        elif top.symbol in match:
+            index = match[top.symbol]
+        else:
+            index = expand[next(todo)]
+        config = pda.step(config, index)
+    return config
+
+
+def _fits(g: Grammar, word: list[str]) -> bool:
+    """Check the use limits and the tool cap on a word (not the one-tool requirement)."""
+    counts = Counter(word)
+    if any(counts[name] > g.terminal[name].limit for name in g.limited):  # type: ignore[operator]
+        return False
+    tools = sum(n for name, n in counts.items() if g.terminal[name].kind == "tool")
+    return g.max_tools is None or tools <= g.max_tools
+
+
+class Spans:
+    """Which nonterminals derive each span of a word, fully or as a prefix (CYK to a fixpoint)."""
+
+    def __init__(self, g: Grammar, word: list[str]) -> None:
+        self.g = g
+        self.word = word
+        n = len(word)
+        self.full: dict[tuple[int, int], set[str]] = {}
+        self.why: dict[tuple[str, int, int], tuple[int, tuple[int, ...]]] = {}
+        for length in range(n + 1):
+            for i in range(n - length + 1):
+                self._close(self.full.setdefault((i, i + length), set()), i, i + length, True)
+        self.pre: dict[tuple[int, int], set[str]] = {}
+        for j in range(n + 1):
+            for i in range(j - 1, -1, -1):
+                self._close(self.pre.setdefault((i, j), set()), i, j, False)
+
+    def _close(self, cell: set[str], i: int, j: int, full: bool) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for index, p in enumerate(self.g.productions):
+                if p.lhs in cell:
+                    continue
+                if full:
+                    bounds = self.split(p.rhs, i, j)
+                    if bounds is None:
+                        continue
+                    # The witness only uses facts found earlier, so following it never cycles.
+                    self.why[(p.lhs, i, j)] = (index, bounds)
+                elif not self.form_prefix(p.rhs, i, j):
+                    continue
+                cell.add(p.lhs)
+                changed = True
+
+    def split(self, symbols: tuple[str, ...], i: int, j: int) -> tuple[int, ...] | None:
+        """Return where each of ``symbols`` ends when together they derive word[i:j]."""
+        reach: dict[int, tuple[int, ...]] = {i: ()}
+        for symbol in symbols:
+            nxt: dict[int, tuple[int, ...]] = {}
+            for a, bounds in reach.items():
+                for b in range(a, j + 1):
+                    if b not in nxt and self.derives(symbol, a, b):
+                        nxt[b] = (*bounds, b)
+            reach = nxt
+        return reach.get(j)
+
+    def preorder(self, symbol: str, i: int, j: int) -> list[int]:
+        """Return the productions of a derivation of word[i:j] from ``symbol``, in preorder."""
+        index, bounds = self.why[(symbol, i, j)]
+        out = [index]
+        start = i
+        for sym, end in zip(self.g.productions[index].rhs, bounds):
+            if not self.g.is_terminal(sym):
+                out += self.preorder(sym, start, end)
+            start = end
+        return out
+
+    def derives(self, symbol: str, i: int, j: int) -> bool:
+        """Return True if ``symbol`` derives exactly word[i:j]."""
+        if self.g.is_terminal(symbol):
+            return j == i + 1 and self.word[i] == symbol
+        return symbol in self.full.get((i, j), ())
+
+    def ends(self, symbols: list[str] | tuple[str, ...], i: int, j: int) -> set[int]:
+        """Return every m ≤ j such that ``symbols`` derive exactly word[i:m]."""
+        reach = {i}
+        for symbol in symbols:
+            reach = {b for a in reach for b in range(a, j + 1) if self.derives(symbol, a, b)}
+            if not reach:
+                break
+        return reach
+
+    def prefix(self, symbol: str, i: int, j: int) -> bool:
+        """Return True if ``symbol`` derives word[i:j] followed by anything."""
+        if i == j:
+            return True
+        if self.g.is_terminal(symbol):
+            return j == i + 1 and self.word[i] == symbol
+        return symbol in self.pre.get((i, j), ())
+
+    def form_prefix(self, symbols: list[str] | tuple[str, ...], i: int, j: int) -> bool:
+        """Return True if the sentential form ``symbols`` derives word[i:j] then anything."""
+        reach = {i}
+        for symbol in symbols:
+            if j in reach or any(self.prefix(symbol, a, j) for a in reach):
+                return True
+            reach = {b for a in reach for b in range(a, j + 1) if self.derives(symbol, a, b)}
+            if not reach:
+                return False
+        return j in reach
 
 
 def _explain(pda: PDA, g: Grammar, word: list[str], pos: int, configs: list[Config]) -> str:

@@ -134,7 +134,7 @@ def test_impossible_task_is_refused_before_any_call(tmp_path: Path, openagi: str
     spec.write_text(cut, encoding="utf-8")
     problem = api.compile_problem(str(spec), inputs=["text"], output="image", task="draw it")
     model = ScriptedModel([])
-    with pytest.raises(NoPlanError, match="no valid plan can produce a image output"):
+    with pytest.raises(NoPlanError, match="no valid plan can produce an image output"):
         api.plan(problem, model)
     assert model.prompts == []
 

@@ -23,6 +23,9 @@ end) and the planner's backtracking handles what the look-ahead missed; ``exhaus
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from fllm_cli.automaton.pda import PDA, Config
@@ -31,6 +34,17 @@ from fllm_cli.grammar.cfg import INF, Grammar
 ANY_TOOL = "@tool"
 
 State = tuple[tuple[str, ...], tuple[int, ...], int, frozenset[str]]
+
+
+@contextmanager
+def _recursion_room(depth: int) -> Iterator[None]:
+    """Let the search recurse ``depth`` levels (one level per charged terminal, at most)."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 3 * depth + 1000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
 
 
 @dataclass
@@ -63,6 +77,8 @@ class GrammarLookahead:
         self.cost = g.min_cost(lambda t: self.weight[t.name])
         self.tool_cost = g.min_cost(lambda t: int(t.kind == "tool"))
         self.free = frozenset(n for n, c in self.cost.items() if c == 0)
+        # Each level of the search charges a limited terminal or a capped tool step.
+        self._depth = sum(g.limits) + (g.max_tools or 0) + 2 * len(g.nonterminals) + 100
         # Cheaper productions first: the search finds a completion sooner.
         self.order = {
             n: sorted(idx, key=lambda i: self._prod_cost(i)) for n, idx in g.by_lhs.items()
@@ -86,12 +102,13 @@ class GrammarLookahead:
         if self.pda.is_accepting(config):
             return True
         need = self.initial_need() if config.tools == 0 else frozenset()
+        tools_used = config.tools if self.g.max_tools is not None else min(config.tools, 1)
         if config.state == self.pda.start:
             pending: list[str] = [self.g.start]
-            counts, tools = config.counts, config.tools
+            counts, tools = config.counts, tools_used
         else:
             pending = []
-            counts, tools = config.counts, config.tools
+            counts, tools = config.counts, tools_used
             for item in config.stack:
                 sym = item.symbol
                 if sym == self.pda.bottom:
@@ -105,7 +122,8 @@ class GrammarLookahead:
                     pending.append(sym)
         self._budget = self.node_budget
         self._cycle = False
-        ok = self._solve(self._normalise(pending, need), counts, tools, need, set())
+        with _recursion_room(self._depth):
+            ok = self._solve(self._normalise(pending, need), counts, tools, need, set())
         if self._budget <= 0 and not ok:
             self.stats.exhausted += 1
             return True
@@ -117,7 +135,8 @@ class GrammarLookahead:
         self._cycle = False
         need = need | self.initial_need()
         zero = (0,) * len(self.g.limits)
-        return self._solve(self._normalise([self.g.start], need), zero, 0, need, set())
+        with _recursion_room(self._depth):
+            return self._solve(self._normalise([self.g.start], need), zero, 0, need, set())
 
     def feasible_moves(self, config: Config) -> list[tuple[int, Config]]:
         """Return (transition, next configuration) for every move that avoids dead ends."""
@@ -142,7 +161,9 @@ class GrammarLookahead:
         if term.kind == "tool":
             if self.g.max_tools is not None and tools >= self.g.max_tools:
                 return None
-            tools += 1
+            # Without a cap only "some tool was used" matters; counting on would make every
+            # unlimited tool step a new search state and the search would never see a cycle.
+            tools = tools + 1 if self.g.max_tools is not None else 1
             need = need - {ANY_TOOL}
         if sym in need:
             need = need - {sym}
@@ -164,6 +185,9 @@ class GrammarLookahead:
         if not pending:
             return not need
         left = sum(lim - c for lim, c in zip(self.g.limits, counts))
+        if self.g.max_tools is not None:
+            # Under a cap, unlimited tools weigh 1 too: they spend the remaining tool steps.
+            left += self.g.max_tools - tools
         lower = 0
         for s in pending:
             lower += self.cost.get(s, INF)

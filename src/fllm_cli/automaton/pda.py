@@ -14,7 +14,7 @@ nodes created, so stepping is cheap and backtracking only keeps references.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
@@ -178,14 +178,36 @@ class PDA:
             n_word += 1
         return Config(t.target, stack, counts, tools, word, nodes, n_word, n_nodes)
 
-    def run(self, word: list[str]) -> Iterator[tuple[int, Config]]:
-        """Yield (position, configuration) for every configuration reachable on ``word``."""
+    def stack_bound(self, length: int) -> int:
+        """Return a stack height that some accepting run on a word of ``length`` stays within.
+
+        A derivation tree of a word of length n has one whose paths hold at most (n+1)·|N|
+        nonterminals (cut repeats of a nonterminal over the same span); the stack holds the
+        pending right siblings of the current path.
+        """
+        g = self.grammar
+        if g is None:
+            return 4 * length + 8
+        widest = max((len(p.rhs) for p in g.productions), default=1)
+        exact = (length + 1) * max(1, len(g.nonterminals)) * max(1, widest - 1) + 2
+        return max(4 * length + 8, exact)
+
+    def run(
+        self, word: list[str], keep: Callable[[int, Config], bool] | None = None
+    ) -> Iterator[tuple[int, Config]]:
+        """Yield (position, configuration) for every configuration reachable on ``word``.
+
+        ``keep`` prunes: configurations it rejects are neither yielded nor expanded.
+        """
         frontier = [(0, self.initial())]
         seen: set[tuple[int, str, tuple[str, ...], tuple[int, ...]]] = set()
+        bound = self.stack_bound(len(word))
         while frontier:
             pos, config = frontier.pop()
             key = (pos, config.state, tuple(s.symbol for s in config.stack), config.counts)
-            if key in seen or len(config.stack) > 4 * len(word) + 8:
+            if key in seen or len(config.stack) > bound:
+                continue
+            if keep is not None and not keep(pos, config):
                 continue
             seen.add(key)
             yield pos, config

@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
-    except Exception as exc:  # noqa: BLE001 - last resort: a bug, shown on one line
+    except Exception as exc:
         if os.environ.get("FLLM_DEBUG"):
             raise
         where = ""

@@ -11,14 +11,18 @@ from rich.tree import Tree
 
 from fllm_cli import api
 from fllm_cli.automaton import render as pda_render
+from fllm_cli.automaton.explicit import ExplicitPDA
+from fllm_cli.automaton.pda import pda_from_grammar
 from fllm_cli.cli.common import read_text_arg, stderr_console, stdout_console
 from fllm_cli.diagnostics import Diagnostic, sort_key
 from fllm_cli.errors import UsageError
+from fllm_cli.grammar.compile import domain_grammar
 from fllm_cli.plan.document import build_document, step_lines
 from fllm_cli.plan.model import Derivation, TreeNode
 from fllm_cli.resources import resolve_spec_path
+from fllm_cli.search.automaton_prompting import parse_var_options, plan_steps
 from fllm_cli.spec.check import check_domain
-from fllm_cli.spec.load import read_domain
+from fllm_cli.spec.load import load_domain, read_domain
 
 INPUT_HELP = (
     "A task input: MODALITY or NAME=MODALITY (repeatable), e.g. --input image --input query=text."
@@ -62,6 +66,11 @@ def diagnose(path: str) -> tuple[list[Diagnostic], str]:
             summary = (
                 f"tool domain '{domain.name}': {len(domain.tools)} tools, "
                 f"{len(domain.modalities)} modalities"
+            )
+        elif domain.automaton is not None:
+            summary = (
+                f"automaton domain '{domain.name}': {len(domain.automaton.states)} states, "
+                f"{len(domain.automaton.transitions)} transitions"
             )
         elif domain.grammar is not None:
             summary = (
@@ -108,6 +117,7 @@ def render_pda(
     inputs: list[str] = typer.Option([], "--input", "-i", help=INPUT_HELP),
     output: str | None = typer.Option(None, "--output", help=OUTPUT_HELP),
     fmt: str = typer.Option("table", "--format", "-f", help="table, dot, mermaid or json."),
+    var: list[str] = typer.Option([], "--var", help="A scenario variable: NAME=VALUE."),
 ) -> None:
     """Print the pushdown automaton compiled from a spec.
 
@@ -125,13 +135,19 @@ def render_pda(
         else:
             typer.echo(ltl.render_agent_automaton(path, fmt), nl=False)  # type: ignore[union-attr]
         return
-    if output is None and not inputs:
-        domain_problem = api.compile_problem(spec)
+    domain = load_domain(spec)
+    if domain.kind == "tools" and output is None and not inputs:
+        pda = pda_from_grammar(domain_grammar(domain))  # the default task: every interface
     else:
-        domain_problem = api.compile_problem(spec, inputs=inputs, output=output)
-    pda = domain_problem.pda
+        pda = api.compile_problem(
+            domain,
+            inputs=inputs,
+            output=output,
+            variables=parse_var_options(var),
+            require_vars=False,
+        ).pda
     if fmt == "table":
-        out.print(pda_render.to_table(pda, f"PDA of {domain_problem.domain.name}"))
+        out.print(pda_render.to_table(pda, f"PDA of {domain.name}"))
     else:
         text = {
             "dot": pda_render.to_dot,
@@ -185,6 +201,9 @@ def verify(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Print nothing; the exit code says it."
     ),
+    var: list[str] = typer.Option(
+        [], "--var", help="A scenario variable: NAME=VALUE. Default: from a plan JSON."
+    ),
 ) -> None:
     """Decide whether a plan satisfies a domain's grammar and limits.
 
@@ -198,8 +217,16 @@ def verify(
         if not inputs and isinstance(doc.get("inputs"), dict):
             inputs = [f"{k}={v}" for k, v in doc["inputs"].items()]
         output = output or doc.get("output") or None
+    variables = parse_var_options(var)
+    if doc is not None and isinstance(doc.get("vars"), dict):
+        variables = {**{str(k): str(v) for k, v in doc["vars"].items()}, **variables}
     domain_problem = api.compile_problem(
-        spec, inputs=inputs, output=output, task=(doc or {}).get("task", "")
+        spec,
+        inputs=inputs,
+        output=output,
+        task=(doc or {}).get("task", ""),
+        variables=variables,
+        require_vars=False,
     )
     verdict = api.verify(domain_problem, word)
     out = stdout_console()
@@ -219,6 +246,17 @@ def verify(
         )
         raise typer.Exit(1)
     if quiet:
+        return
+    if verdict.config is not None and isinstance(domain_problem.pda, ExplicitPDA):
+        out.print(f"[green]valid plan[/] ({len(word)} symbols) for {Path(spec).name}")
+        steps = plan_steps(
+            domain_problem.domain.automaton,  # type: ignore[arg-type]
+            domain_problem.pda,
+            verdict.config,
+            domain_problem.vars,
+        )
+        for step in step_lines({"steps": steps}, domain_problem.task):
+            out.print(step, highlight=False)
         return
     assert verdict.derivation is not None
     out.print(f"[green]valid plan[/] ({len(word)} symbols) for {Path(spec).name}")

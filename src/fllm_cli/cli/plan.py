@@ -16,6 +16,7 @@ from fllm_cli.errors import FllmError, UsageError
 from fllm_cli.llm.registry import ModelOptions, make_model, resolve_model_name
 from fllm_cli.plan.document import step_lines
 from fllm_cli.plan.export import EXPORTERS, FORMATS
+from fllm_cli.search.automaton_prompting import parse_var_options, resolve_vars
 from fllm_cli.search.interface import infer_interface
 from fllm_cli.search.planner import Budgets
 from fllm_cli.spec.load import load_domain
@@ -25,6 +26,9 @@ MODEL_HELP = (
     "local[:PATH.gguf] (embedded, the default), random[:SEED], scripted:FILE, replay:TRACE.jsonl. "
     "Default: $FLLM_MODEL, else local."
 )
+
+
+VAR_HELP = "A scenario variable of the domain: NAME=VALUE (repeatable), e.g. --var buyer=Microsoft."
 
 
 def stats_line(stats: dict[str, Any]) -> str:
@@ -103,6 +107,7 @@ def plan(
         None, "--max-cost", min=0.0, help="Stop when spend passes USD."
     ),
     quiet: bool = typer.Option(False, "--quiet", help="No progress display."),
+    var: list[str] = typer.Option([], "--var", help=VAR_HELP),
 ) -> None:
     """Make a model plan inside the domain's automaton; the plan is valid by construction.
 
@@ -113,6 +118,7 @@ def plan(
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format '{fmt}' (choose {', '.join(FORMATS)})")
     domain = load_domain(spec)
+    variables = resolve_vars(domain, parse_var_options(var))
     options = ModelOptions(
         api_base=api_base,
         temperature=temperature,
@@ -134,6 +140,7 @@ def plan(
             Budgets(max_llm_calls, max_backtracks, max_steps, max_cost),
             trace,
             quiet,
+            variables,
         )
     except FllmError:
         if trace_file:
@@ -163,6 +170,7 @@ def _run(
     budgets: Budgets,
     trace: list[dict[str, Any]],
     quiet: bool,
+    variables: dict[str, str] | None = None,
 ) -> tuple[api.PlanResult, dict[str, Any]]:
     pre = {"llm_calls": 0, "choice_points": 0, "fallbacks": 0}
     spinner, on_event = _progress(not quiet)
@@ -174,7 +182,9 @@ def _run(
             pre["fallbacks"] = sum(r.fallback for r in asked)
         elif domain.kind == "tools" and (not inputs or output is None):
             raise UsageError("give both --input and --output, or neither (then the model is asked)")
-        problem = api.compile_problem(domain, inputs=inputs, output=output, task=task)
+        problem = api.compile_problem(
+            domain, inputs=inputs, output=output, task=task, variables=variables
+        )
         result = api.plan(problem, backend, budgets=budgets, options=options, on_event=on_event)
     return result, pre
 
@@ -197,7 +207,8 @@ def _emit(doc: dict[str, Any], result: api.PlanResult, fmt: str, out_file: str |
         return
     out = stdout_console()
     out.print(f"[bold]Plan[/] for: {doc['task']}", highlight=False)
-    out.print(_rich_tree(result.derivation))
+    if result.derivation is not None:
+        out.print(_rich_tree(result.derivation))
     out.print("[bold]Execution order[/]")
     for line in step_lines(doc, _task_from_doc(doc)):
         out.print("  " + line, highlight=False)

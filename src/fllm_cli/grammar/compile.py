@@ -13,7 +13,7 @@ from collections import Counter
 from fllm_cli.diagnostics import did_you_mean
 from fllm_cli.errors import UsageError
 from fllm_cli.grammar.cfg import Grammar, Production, Terminal
-from fllm_cli.spec.model import Domain, Task
+from fllm_cli.spec.model import Domain, GrammarSpec, SetSpec, Task
 
 GENERIC_START = "S"
 
@@ -114,8 +114,34 @@ def tool_grammar(domain: Domain, task: Task) -> Grammar:
     )
 
 
+def set_terminal(s: SetSpec, element: str) -> str:
+    """Return the terminal that puts ``element`` into set ``s`` ("A:ginger")."""
+    return f"{s.name}:{element}"
+
+
+def set_links(spec: GrammarSpec) -> dict[str, tuple[SetSpec, int]]:
+    """Map each nonterminal of a set's yes/no chain to (its set, the element it decides)."""
+    out: dict[str, tuple[SetSpec, int]] = {}
+    for s in spec.sets:
+        for k, element in enumerate(s.elements):
+            out[s.name if k == 0 else f"{s.name}/{element}"] = (s, k)
+    return out
+
+
+def _set_chain(s: SetSpec) -> tuple[list[str], list[Terminal], list[Production]]:
+    """``X_k → x_k X_k+1 | X_k+1``: one yes/no decision per element, in the declared order."""
+    names = [s.name if k == 0 else f"{s.name}/{e}" for k, e in enumerate(s.elements)]
+    terms = [Terminal(set_terminal(s, e), e, None, "symbol", e) for e in s.elements]
+    prods: list[Production] = []
+    for k, name in enumerate(names):
+        rest = (names[k + 1],) if k + 1 < len(names) else ()
+        prods.append(Production(name, (terms[k].name, *rest)))
+        prods.append(Production(name, rest))
+    return names[1:], terms, prods
+
+
 def explicit_grammar(domain: Domain) -> Grammar:
-    """Compile an explicit grammar section."""
+    """Compile an explicit grammar section (set-valued nonterminals become yes/no chains)."""
     spec = domain.grammar
     assert spec is not None
     terminals = tuple(
@@ -123,11 +149,19 @@ def explicit_grammar(domain: Domain) -> Grammar:
         for t in spec.terminals
     )
     phrases = {n.name: (n.phrase or n.description or n.name) for n in spec.nonterminals}
+    nonterminals = [n.name for n in spec.nonterminals]
+    productions = list(spec.productions)
+    for s in spec.sets:
+        names, terms, prods = _set_chain(s)
+        nonterminals += names
+        terminals += tuple(terms)
+        productions += prods
+        phrases.update({n: s.phrase for n in names})
     return Grammar(
         start=spec.start,
-        nonterminals=tuple(n.name for n in spec.nonterminals),
+        nonterminals=tuple(nonterminals),
         terminals=terminals,
-        productions=spec.productions,
+        productions=tuple(productions),
         require_tool=False,
         max_tools=domain.limits.max_plan_steps,
         phrases=phrases,
@@ -138,4 +172,6 @@ def domain_grammar(domain: Domain, task: Task | None = None) -> Grammar:
     """Return the grammar of a domain, for a task when the domain is tool-shaped."""
     if domain.kind == "tools":
         return tool_grammar(domain, task or default_task(domain))
+    if domain.kind == "automaton":
+        raise UsageError(f"'{domain.name}' is an explicit automaton: it has no grammar")
     return explicit_grammar(domain)

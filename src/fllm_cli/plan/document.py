@@ -31,7 +31,12 @@ def build_document(
     stats: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Return the JSON-ready plan document."""
-    steps = derivation.steps()
+    steps: list[Any] = [s.as_dict() for s in derivation.steps()]
+    if domain.kind == "grammar" and domain.grammar is not None and not steps:
+        from fllm_cli.grammar.compile import set_links
+        from fllm_cli.plan.grammar_steps import execution_steps
+
+        steps = execution_steps(derivation, set_links(domain.grammar))
     doc: dict[str, Any] = {
         "fllm_plan": FORMAT_VERSION,
         "domain": domain.name,
@@ -42,7 +47,7 @@ def build_document(
         "model": model,
         "valid": True,
         "word": derivation.word,
-        "steps": [s.as_dict() for s in steps],
+        "steps": steps,
         "tree": derivation.tree_dict(),
     }
     if stats is not None:
@@ -54,11 +59,22 @@ def step_lines(doc: dict[str, Any], task: Task) -> list[str]:
     """Return 'Step 1: Image Classification on the input image → text' lines."""
     lines = []
     for step in doc.get("steps", []):
+        if "tool" not in step:
+            lines.append(f"Step {step['id']}: {step_label(step)}")
+            continue
         ins = " and ".join(describe_input(r, task) for r in step["inputs"]) or "nothing"
         lines.append(f"Step {step['id']}: {step['tool']} on {ins} → {step['output']}")
     if not doc.get("steps"):
         lines = [f"{i}. {t}" for i, t in enumerate(doc.get("word", []), 1)]
     return lines
+
+
+def step_label(step: dict[str, Any]) -> str:
+    """Return the text of a non-tool step (grammar ``step`` or automaton ``text``)."""
+    for key in ("text", "step"):
+        if key in step:
+            return str(step[key])
+    return ", ".join(f"{k}: {v}" for k, v in step.items() if k not in ("id", "input"))
 
 
 def _task_from_doc(doc: dict[str, Any]) -> Task:

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from fllm_cli.plan.document import step_lines
+from fllm_cli.plan.document import step_label, step_lines
 from fllm_cli.spec.model import Task
 
 FORMATS = ("rich", "text", "json", "yaml", "mermaid", "dot")
@@ -43,6 +43,8 @@ def _graph_edges(doc: dict[str, Any]) -> tuple[list[tuple[str, str]], list[tuple
     inputs = doc.get("inputs", {})
     for name, modality in inputs.items():
         nodes.append((f"in_{_ident(name)}", f"input {name}: {modality}"))
+    if any("tool" not in step for step in doc.get("steps", [])):
+        return _flow_edges(doc)
     for step in doc.get("steps", []):
         sid = f"s{step['id']}"
         nodes.append((sid, f"{step['id']}. {step['tool']}"))
@@ -58,6 +60,21 @@ def _graph_edges(doc: dict[str, Any]) -> tuple[list[tuple[str, str]], list[tuple
             nodes.append((f"w{i}", t))
             if i:
                 edges.append((f"w{i - 1}", f"w{i}"))
+    return nodes, edges
+
+
+def _flow_edges(doc: dict[str, Any]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Steps of a grammar or automaton plan: each uses the steps it names, else the previous."""
+    nodes: list[tuple[str, str]] = []
+    edges: list[tuple[str, str]] = []
+    for k, step in enumerate(doc.get("steps", [])):
+        sid = f"s{step['id']}"
+        nodes.append((sid, f"{step['id']}. {step_label(step)}"))
+        refs = [r for r in step.get("uses", []) if str(r).startswith("step:")]
+        for ref in refs:
+            edges.append((f"s{ref[5:]}", sid))
+        if not refs and k and "uses" not in step:
+            edges.append((f"s{doc['steps'][k - 1]['id']}", sid))
     return nodes, edges
 
 

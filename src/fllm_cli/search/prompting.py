@@ -7,7 +7,14 @@ from typing import Any
 
 from fllm_cli.automaton.pda import PDA, Config, StackItem
 from fllm_cli.grammar.cfg import Grammar
-from fllm_cli.prompts import render
+from fllm_cli.grammar.compile import set_links
+from fllm_cli.plan.grammar_steps import (
+    chosen_elements,
+    parent_step_of,
+    progress_steps,
+    set_question,
+)
+from fllm_cli.prompts import render, render_string
 from fllm_cli.spec.check import DEFAULT_TEMPLATES
 from fllm_cli.spec.model import Domain, Task
 
@@ -92,12 +99,51 @@ def progress_lines(g: Grammar, config: Config) -> list[str]:
 class Prompter:
     """Renders choice prompts for one domain and task."""
 
-    def __init__(self, domain: Domain, grammar: Grammar, pda: PDA, task: Task) -> None:
+    def __init__(
+        self,
+        domain: Domain,
+        grammar: Grammar,
+        pda: PDA,
+        task: Task,
+        variables: dict[str, str] | None = None,
+    ) -> None:
         self.domain = domain
         self.grammar = grammar
         self.pda = pda
         self.task = task
+        self.vars = dict(variables or {})
         self.template = domain.prompts.get("choice", DEFAULT_TEMPLATES["choice"])
+        self.links = set_links(domain.grammar) if domain.grammar is not None else {}
+        self.intro = domain.intro
+        if domain.vars and domain.intro:
+            self.intro = render_string(domain.intro, self.vars, f"{domain.path}: intro").strip()
+
+    def _set_choice(self, config: Config, moves: list[int]) -> tuple[str, list[Option]] | None:
+        """Return (question, yes/no options) when the top of the stack decides a set element."""
+        top = config.top
+        link = self.links.get(top.symbol) if top is not None else None
+        if link is None or top is None:
+            return None
+        s, k = link
+        element = s.elements[k]
+        nodes = config.node_list()
+        g = self.grammar
+        if k == 0:
+            chosen: list[str] = []
+            parent_step = parent_step_of(g, nodes, top.parent)
+        else:
+            root = top.parent  # walk up the chain to the node that opened the set
+            while self.links[g.productions[nodes[root].production].lhs][1] != 0:
+                root = nodes[root].parent
+            chosen = chosen_elements(g, self.links, nodes, root)
+            parent_step = parent_step_of(g, nodes, nodes[root].parent)
+        options = []
+        for m in moves:
+            rhs = self.grammar.productions[self.pda.transitions[m].production or 0].rhs
+            yes = bool(rhs) and self.grammar.is_terminal(rhs[0])
+            text = f"Yes, include {element}." if yes else f"No, leave out {element}."
+            options.append(Option(text, rhs[0] if yes else "no", element))
+        return set_question(s, element, chosen, parent_step), options
 
     def context(self, config: Config, moves: list[int]) -> dict[str, Any]:
         """Return the template variables for a choice point (see docs/spec.md)."""
@@ -105,22 +151,34 @@ class Prompter:
         top = config.top
         assert top is not None
         parent = None
+        nodes = config.node_list()
         if top.parent >= 0:
-            parent = head_terminal(g, config.node_list()[top.parent].production)
+            parent = head_terminal(g, nodes[top.parent].production)
+        parent_step = parent_step_of(g, nodes, top.parent)
+        choices = [option_for(g, self.pda, m) for m in moves]
+        question = ""
+        set_choice = self._set_choice(config, moves)
+        if set_choice is not None:
+            question, choices = set_choice
         return {
             "task": self.task.text,
             "domain": self.domain.name,
-            "intro": self.domain.intro,
+            "intro": self.intro,
             "progress": progress_lines(g, config),
             "target": slot_text(g, config, top),
             "symbol": top.symbol,
             "phrase": g.phrase(top.symbol),
             "parent": parent,
             "slot": top.slot,
-            "choices": [option_for(g, self.pda, m) for m in moves],
+            "choices": choices,
             "first": config.n_nodes == 0,
             "inputs": [name for name, _ in self.task.inputs],
             "output": self.task.output,
+            "question": question,
+            "state": config.state,
+            "steps": progress_steps(g, self.links, nodes),
+            "parent_step": parent_step,
+            "vars": dict(self.vars),
         }
 
     def render(self, config: Config, moves: list[int]) -> tuple[str, tuple[str, ...]]:

@@ -10,9 +10,11 @@ from jinja2 import meta
 from fllm_cli.automaton.lookahead import GrammarLookahead
 from fllm_cli.automaton.pda import pda_from_grammar
 from fllm_cli.diagnostics import Diagnostic, Location, Severity, did_you_mean
+from fllm_cli.diagnostics import article as _a
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.grammar.compile import explicit_grammar, tool_grammar
 from fllm_cli.prompts import environment
+from fllm_cli.spec.automaton_check import check_automaton
 from fllm_cli.spec.model import Domain, Task
 
 # Variables each prompt template may use (documented in docs/spec.md).
@@ -32,6 +34,11 @@ TEMPLATE_VARIABLES: dict[str, frozenset[str]] = {
             "first",
             "inputs",
             "output",
+            "question",
+            "state",
+            "steps",
+            "parent_step",
+            "vars",
         }
     ),
     "interface": frozenset({"task", "domain", "intro", "question", "choices", "chosen"}),
@@ -44,9 +51,67 @@ def check_domain(domain: Domain) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     if domain.kind == "tools":
         out += _check_tools(domain)
+    elif domain.kind == "automaton":
+        out += _check_automaton(domain)
     else:
         out += _check_grammar(domain, explicit_grammar(domain))
+        out += _check_sets(domain)
     out += check_templates(domain)
+    return out
+
+
+def _check_automaton(domain: Domain) -> list[Diagnostic]:
+    """Structure of an explicit automaton, then: does it accept any word at all?"""
+    from fllm_cli.automaton.explicit import ExplicitLookahead, pda_from_spec
+
+    spec = domain.automaton
+    if spec is None:
+        return []
+    out: list[Diagnostic] = []
+    check_automaton(
+        spec,
+        domain.vars,
+        lambda m, loc: out.append(Diagnostic("error", m, loc)),
+        lambda m, loc: out.append(Diagnostic("warning", m, loc)),
+    )
+    if any(d.severity == "error" for d in out):
+        return out
+    pda = pda_from_spec(spec)
+    look = ExplicitLookahead(pda)
+    if not look.word_exists():
+        out.append(Diagnostic("error", "the automaton accepts no word", spec.loc))
+    reached = {pda.start} | {t.target for t in pda.transitions}
+    for s in spec.states:
+        if s.name not in reached:
+            out.append(Diagnostic("warning", f"state '{s.name}' is unreachable", s.loc))
+    for s in spec.states:
+        if s.template is not None:
+            out += _check_one_template(domain, "choice", s.template, s.loc)
+    return out
+
+
+def _check_sets(domain: Domain) -> list[Diagnostic]:
+    spec = domain.grammar
+    assert spec is not None
+    out: list[Diagnostic] = []
+    env = environment(())
+    names = {"element", "chosen", "parent_step", "phrase"} | {v.name for v in domain.vars}
+    for s in spec.sets:
+        for what, source in (("question", s.question), ("step", s.step)):
+            if not source:
+                continue
+            try:
+                used = meta.find_undeclared_variables(env.parse(source))
+            except jinja2.TemplateSyntaxError as exc:
+                out.append(Diagnostic("error", f"set '{s.name}' {what}: {exc.message}", s.loc))
+                continue
+            for var in sorted(used - names):
+                hint = did_you_mean(var, names)
+                out.append(
+                    Diagnostic(
+                        "error", f"set '{s.name}' {what} uses undefined '{var}'{hint}", s.loc
+                    )
+                )
     return out
 
 
@@ -119,7 +184,8 @@ def _check_tool_plans(domain: Domain) -> list[Diagnostic]:
             out.append(
                 Diagnostic(
                     "warning",
-                    f"no plan can produce a {output} output from {', '.join(ins)} inputs",
+                    f"no plan can produce {_a(output)} {output} output "
+                    f"from {', '.join(ins)} inputs",
                     where,
                 )
             )
@@ -179,45 +245,58 @@ def _check_grammar(domain: Domain, grammar: Grammar) -> list[Diagnostic]:
 def check_templates(domain: Domain) -> list[Diagnostic]:
     """Check that every prompt template exists, parses, and uses only known variables."""
     out: list[Diagnostic] = []
-    env = environment(tuple(domain.prompt_dirs))
     for key in sorted(set(DEFAULT_TEMPLATES) | set(domain.prompts)):
-        name = domain.prompts.get(key, DEFAULT_TEMPLATES.get(key, ""))
+        name = domain.prompts.get(key, default_template(domain, key))
         loc = domain.prompt_locs.get(key, Location(domain.path))
-        if key not in TEMPLATE_VARIABLES:
-            out.append(
-                Diagnostic(
-                    "error",
-                    f"unknown prompt kind '{key}'{did_you_mean(key, TEMPLATE_VARIABLES)}",
-                    loc,
-                )
+        out += _check_one_template(domain, key, name, loc)
+    return out
+
+
+def default_template(domain: Domain, key: str) -> str:
+    """Return the shipped template for prompt ``key`` of this kind of domain."""
+    if key == "choice" and domain.kind == "automaton":
+        return "plan/automaton.j2"
+    return DEFAULT_TEMPLATES.get(key, "")
+
+
+def _check_one_template(domain: Domain, key: str, name: str, loc: Location) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    env = environment(tuple(domain.prompt_dirs))
+    if key not in TEMPLATE_VARIABLES:
+        out.append(
+            Diagnostic(
+                "error",
+                f"unknown prompt kind '{key}'{did_you_mean(key, TEMPLATE_VARIABLES)}",
+                loc,
             )
-            continue
-        try:
-            source, filename, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
-        except jinja2.TemplateNotFound:
-            out.append(Diagnostic("error", f"prompt template '{name}' ({key}) not found", loc))
-            continue
-        try:
-            ast = env.parse(source)
-        except jinja2.TemplateSyntaxError as exc:
-            out.append(
-                Diagnostic(
-                    "error",
-                    f"template syntax: {exc.message}",
-                    Location(filename or name, exc.lineno or 0, 1),
-                )
+        )
+        return out
+    try:
+        source, filename, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
+    except jinja2.TemplateNotFound:
+        out.append(Diagnostic("error", f"prompt template '{name}' ({key}) not found", loc))
+        return out
+    try:
+        ast = env.parse(source)
+    except jinja2.TemplateSyntaxError as exc:
+        out.append(
+            Diagnostic(
+                "error",
+                f"template syntax: {exc.message}",
+                Location(filename or name, exc.lineno or 0, 1),
             )
-            continue
-        unknown = meta.find_undeclared_variables(ast) - TEMPLATE_VARIABLES[key]
-        for var in sorted(unknown):
-            hint = did_you_mean(var, TEMPLATE_VARIABLES[key])
-            out.append(
-                Diagnostic(
-                    "error",
-                    f"template uses undefined variable '{var}'{hint}",
-                    Location(filename or name, _line_of(source, var), 1),
-                )
+        )
+        return out
+    unknown = meta.find_undeclared_variables(ast) - TEMPLATE_VARIABLES[key]
+    for var in sorted(unknown):
+        hint = did_you_mean(var, TEMPLATE_VARIABLES[key])
+        out.append(
+            Diagnostic(
+                "error",
+                f"template uses undefined variable '{var}'{hint}",
+                Location(filename or name, _line_of(source, var), 1),
             )
+        )
     return out
 
 

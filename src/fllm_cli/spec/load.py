@@ -8,11 +8,13 @@ from fllm_cli.diagnostics import Diagnostic, Location, did_you_mean
 from fllm_cli.errors import SpecError
 from fllm_cli.grammar.cfg import Production
 from fllm_cli.resources import resolve_spec_path
+from fllm_cli.spec.automaton import read_automaton, read_vars
 from fllm_cli.spec.model import (
     Domain,
     GrammarSpec,
     Limits,
     Modality,
+    SetSpec,
     SymbolInfo,
     TaskInterface,
     Tool,
@@ -31,13 +33,18 @@ TOP_KEYS = {
     "limits",
     "prompts",
     "intro",
+    "automaton",
+    "vars",
 }
 TOOL_KEYS = {"name", "description", "inputs", "output", "max_uses"}
 TASK_KEYS = {"inputs", "outputs", "max_inputs"}
 LIMIT_KEYS = {"max_uses", "max_plan_steps", "allow_empty_plan"}
-GRAMMAR_KEYS = {"start", "nonterminals", "terminals", "productions"}
+GRAMMAR_KEYS = {"start", "nonterminals", "terminals", "productions", "sets"}
+SET_KEYS = {"elements", "phrase", "question", "step"}
+ALTERNATIVE_KEYS = {"rhs", "step"}
 SYMBOL_KEYS = {"phrase", "description", "max_uses"}
 MODALITY_KEYS = {"phrase", "description"}
+KINDS = ("tools", "grammar", "automaton")
 EPSILON = {"ε", "eps", "epsilon"}
 
 
@@ -92,16 +99,24 @@ def _domain(reader: Reader, root: Node, shown: str, resolved: Path) -> Domain | 
     tools = _tools(reader, get(top, "tools"), limits)
     task = _task(reader, get(top, "task"))
     grammar = _grammar(reader, get(top, "grammar"))
+    automaton = read_automaton(reader, get(top, "automaton"))
+    variables = read_vars(reader, get(top, "vars"))
     prompts, prompt_locs = _prompts(reader, get(top, "prompts"))
     kind_node = get(top, "kind")
     kind = reader.string(kind_node, "kind")
     if kind is None:
-        kind = "grammar" if grammar is not None else "tools"
-    if kind not in ("tools", "grammar"):
+        kind = "grammar" if grammar is not None else "automaton" if automaton else "tools"
+    if kind not in KINDS:
         reader.error(
-            f"kind must be 'tools' or 'grammar', got '{kind}'", kind_node.loc if kind_node else None
+            f"kind must be 'tools', 'grammar' or 'automaton', "
+            f"got '{kind}'{did_you_mean(kind, KINDS)}",
+            kind_node.loc if kind_node else None,
         )
         return None
+    if kind == "automaton" and automaton is None and get(top, "automaton") is None:
+        reader.error("an automaton domain needs an 'automaton' section", top.loc)
+    if kind != "automaton" and get(top, "automaton") is not None:
+        reader.error(f"a {kind} domain cannot also declare 'automaton'", get(top, "automaton").loc)  # type: ignore[union-attr]
     if kind == "tools" and grammar is not None:
         reader.error("a tool domain cannot also declare 'grammar'", get(top, "grammar").loc)  # type: ignore[union-attr]
     if kind == "grammar" and grammar is None:
@@ -118,6 +133,8 @@ def _domain(reader: Reader, root: Node, shown: str, resolved: Path) -> Domain | 
         tools=tools,
         task=task,
         grammar=grammar,
+        automaton=automaton,
+        vars=variables,
         limits=limits,
         prompts=prompts,
         prompt_dirs=(folder, str(Path(folder) / "prompts")),
@@ -262,21 +279,31 @@ def _symbol_infos(
     return tuple(out)
 
 
-def _alternatives(reader: Reader, lhs: str, node: Node) -> list[tuple[tuple[str, ...], Location]]:
-    """Accept ``"a S b | ε"``, ``["a S b", "ε"]`` or ``[[a, S, b], []]``."""
-    raw: list[tuple[object, Location]] = []
+def _alternatives(
+    reader: Reader, lhs: str, node: Node
+) -> list[tuple[tuple[str, ...], Location, str]]:
+    """Accept ``"a S b | ε"``, ``["a S b", "ε"]``, ``[[a, S, b], []]`` or ``[{rhs, step}]``."""
+    raw: list[tuple[object, Location, str]] = []
     if isinstance(node.value, str):
-        raw = [(part, node.loc) for part in node.value.split("|")]
+        raw = [(part, node.loc, "") for part in node.value.split("|")]
     elif isinstance(node.value, list):
         if not node.value:
             reader.error(f"'{lhs}' has no alternatives", node.loc)
-        raw = [(item.value, item.loc) for item in node.value]
+        for item in node.value:
+            if isinstance(item.value, dict):
+                m = reader.mapping(item, f"an alternative of '{lhs}'", ALTERNATIVE_KEYS)
+                rhs = reader.require(m, "rhs", f"an alternative of '{lhs}'")
+                step = reader.string(Reader.get(m, "step"), "step") or ""
+                if rhs is not None:
+                    raw.append((rhs.value if rhs.value is not None else "ε", item.loc, step))
+            else:
+                raw.append((item.value, item.loc, ""))
     else:
         reader.error(
             f"productions of '{lhs}' must be a string or a list, got {node.kind}", node.loc
         )
-    out: list[tuple[tuple[str, ...], Location]] = []
-    for value, loc in raw:
+    out: list[tuple[tuple[str, ...], Location, str]] = []
+    for value, loc, step in raw:
         if isinstance(value, str):
             words = value.split()
             if not words:
@@ -289,7 +316,7 @@ def _alternatives(reader: Reader, lhs: str, node: Node) -> list[tuple[tuple[str,
         else:
             reader.error(f"an alternative of '{lhs}' must be a string or a list", loc)
             continue
-        out.append((symbols, loc))
+        out.append((symbols, loc, step))
     return out
 
 
@@ -306,10 +333,16 @@ def _grammar(reader: Reader, node: Node | None) -> GrammarSpec | None:
     locs: list[Location] = []
     pnode = reader.mapping(reader.require(m, "productions", "grammar"), "grammar.productions")
     for lhs, value, _loc in reader.items(pnode):
-        for rhs, loc in _alternatives(reader, lhs, value):
-            prods.append(Production(lhs, rhs))
+        for rhs, loc, step in _alternatives(reader, lhs, value):
+            prods.append(Production(lhs, rhs, step))
             locs.append(loc)
+    sets = _sets(reader, get(m, "sets"))
     declared = {s.name for s in nts}
+    for st in sets:
+        if st.name in declared or any(p.lhs == st.name for p in prods):
+            reader.error(f"set '{st.name}' also has productions or is declared as a symbol", st.loc)
+        nts = (*nts, SymbolInfo(st.name, st.phrase, st.phrase, loc=st.loc))
+        declared.add(st.name)
     for lhs, _value, loc in reader.items(pnode):
         if lhs not in declared:
             nts = (*nts, SymbolInfo(lhs, loc=loc))
@@ -329,4 +362,36 @@ def _grammar(reader: Reader, node: Node | None) -> GrammarSpec | None:
             f"start symbol '{start}' has no productions{hint}",
             start_node.loc if start_node else m.loc,
         )
-    return GrammarSpec(start, nts, terms, tuple(prods), tuple(locs), m.loc)
+    return GrammarSpec(start, nts, terms, tuple(prods), tuple(locs), m.loc, sets)
+
+
+def _sets(reader: Reader, node: Node | None) -> tuple[SetSpec, ...]:
+    out: list[SetSpec] = []
+    if reader.mapping(node, "grammar.sets") is None:
+        return ()
+    for name, value, loc in reader.items(node):
+        m = reader.mapping(value, f"set '{name}'", SET_KEYS)
+        get = Reader.get
+        elements_node = reader.require(m, "elements", f"set '{name}'")
+        elements = [
+            s
+            for s in (
+                reader.string(e, "element") for e in reader.sequence(elements_node, "elements")
+            )
+            if s
+        ]
+        if elements_node is not None and not elements:
+            reader.error(f"set '{name}' needs at least one element", elements_node.loc)
+        if len(set(elements)) != len(elements):
+            reader.error(f"set '{name}' lists an element twice", elements_node.loc)  # type: ignore[union-attr]
+        out.append(
+            SetSpec(
+                name,
+                tuple(elements),
+                reader.string(get(m, "phrase"), "phrase") or name,
+                reader.string(get(m, "question"), "question") or "",
+                reader.string(get(m, "step"), "step") or "",
+                loc,
+            )
+        )
+    return tuple(out)

@@ -8,7 +8,7 @@ from typing import Literal
 from fllm_cli.diagnostics import Location
 from fllm_cli.grammar.cfg import Production
 
-DomainKind = Literal["tools", "grammar"]
+DomainKind = Literal["tools", "grammar", "automaton"]
 NOWHERE = Location("")
 
 
@@ -65,6 +65,18 @@ class SymbolInfo:
 
 
 @dataclass(frozen=True)
+class SetSpec:
+    """A set-valued nonterminal: it derives any subset of ``elements`` (one yes/no per element)."""
+
+    name: str
+    elements: tuple[str, ...]
+    phrase: str = ""
+    question: str = ""
+    step: str = ""
+    loc: Location = NOWHERE
+
+
+@dataclass(frozen=True)
 class GrammarSpec:
     """An explicit grammar: start symbol, symbols with their texts, productions."""
 
@@ -74,6 +86,84 @@ class GrammarSpec:
     productions: tuple[Production, ...]
     production_locs: tuple[Location, ...] = ()
     loc: Location = NOWHERE
+    sets: tuple[SetSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class VarSpec:
+    """A scenario variable filled with ``--var NAME=VALUE``."""
+
+    name: str
+    description: str = ""
+    default: str | None = None
+    loc: Location = NOWHERE
+
+
+Binding = tuple[tuple[str, object], ...]
+
+
+@dataclass(frozen=True)
+class Text:
+    """A Jinja text rendered at prompt time with its family binding and the scenario vars."""
+
+    source: str
+    binding: Binding = ()
+    loc: Location = NOWHERE
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    """A state of an explicit automaton with its question and optional template."""
+
+    name: str
+    question: Text | None = None
+    template: str | None = None
+    loc: Location = NOWHERE
+
+
+@dataclass(frozen=True)
+class TransitionSpec:
+    """``(read, pop; push)``; ``pop`` None = any symbol, ``push`` None = leave the top alone."""
+
+    source: str
+    target: str
+    read: str | None
+    pop: str | None
+    push: tuple[str, ...] | None
+    count: str | None = None
+    option: Text | None = None
+    step: tuple[tuple[str, Text], ...] = ()
+    loc: Location = NOWHERE
+
+
+@dataclass(frozen=True)
+class CounterSpec:
+    """How often the transitions counting into this counter may (max) and must (min) fire."""
+
+    name: str
+    min: int = 0
+    max: int | None = None
+    loc: Location = NOWHERE
+
+
+@dataclass(frozen=True)
+class AutomatonSpec:
+    """An explicit automaton, families already expanded."""
+
+    states: tuple[StateSpec, ...]
+    start: str
+    accept: tuple[str, ...]
+    accept_stack: tuple[str, ...]
+    stack_alphabet: tuple[str, ...]
+    initial_stack: tuple[str, ...]
+    transitions: tuple[TransitionSpec, ...]
+    counters: tuple[CounterSpec, ...] = ()
+    order: Literal["forward", "reverse"] = "forward"
+    loc: Location = NOWHERE
+
+    def state(self, name: str) -> StateSpec | None:
+        """Return the state called ``name``."""
+        return next((s for s in self.states if s.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -88,6 +178,8 @@ class Domain:
     tools: tuple[Tool, ...] = ()
     task: TaskInterface | None = None
     grammar: GrammarSpec | None = None
+    automaton: AutomatonSpec | None = None
+    vars: tuple[VarSpec, ...] = ()
     limits: Limits = field(default_factory=Limits)
     prompts: dict[str, str] = field(default_factory=dict)
     prompt_dirs: tuple[str, ...] = ()

@@ -1,0 +1,318 @@
+"""Hand-written automata: PDA tables with a wildcard stack symbol and bounded use counters.
+
+An explicit automaton (``kind: automaton``) is a PDA in the paper's notation: transitions
+``(input, pop; push)`` between named states, ``∀`` standing for any stack symbol (``(e, ∀; ∀)``
+reads ``e`` and leaves the stack alone, which is how a flowchart DFA is written). Transitions may
+also count into named counters with a maximum (a use limit, checked while stepping) and a
+minimum (checked on acceptance). Bounded counters are finite memory, so this is still a PDA.
+
+A configuration accepts when its state is an accept state, every counter has reached its
+minimum and, if the spec asks for it, the stack top is one of the listed symbols. The planner
+stops at the first accepting configuration.
+
+``ExplicitLookahead`` decides whether a configuration can still reach acceptance by a memoised
+depth-first search over (state, stack, counters). When no transition makes the stack grow
+(every domain shipped with fllm), that space is finite and the answer is exact. Otherwise the
+search stops at a stack-depth bound derived from the automaton; a branch cut there counts as
+feasible (it is never pruned), so the look-ahead stays sound and the planner's backtracking
+covers the rest.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from fllm_cli.automaton.pda import PDA, Config, StackItem, Transition
+from fllm_cli.diagnostics import did_you_mean
+from fllm_cli.spec.model import AutomatonSpec
+
+ANY = "∀"
+Key = tuple[str, tuple[str, ...], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class ExplicitPDA(PDA):
+    """PDA tables of an explicit automaton, with counters and an optional stack-top condition."""
+
+    counter_names: tuple[str, ...] = ()
+    counter_min: tuple[int, ...] = ()
+    counter_max: tuple[int | None, ...] = ()
+    counts_into: tuple[int | None, ...] = ()
+    accept_tops: tuple[str, ...] = ()
+    initial_stack: tuple[str, ...] = ()
+
+    @cached_property
+    def moves(self) -> dict[tuple[str, str], tuple[int, ...]]:
+        """Map (state, stack top) to the transitions that may fire, wildcards included."""
+        out: dict[tuple[str, str], tuple[int, ...]] = {}
+        for state in self.states:
+            for sym in self.stack_alphabet:
+                both = self.index.get((state, sym), ()) + self.index.get((state, ANY), ())
+                out[(state, sym)] = tuple(sorted(both))
+        return out
+
+    @cached_property
+    def grows(self) -> bool:
+        """True if some transition makes the stack higher."""
+        return any(len(t.push) > 1 for t in self.transitions)
+
+    @cached_property
+    def depth_bound(self) -> int:
+        """Stack height searched by the look-ahead (exact when the stack never grows)."""
+        if not self.grows:
+            return len(self.initial_stack)
+        width = max(len(t.push) for t in self.transitions)
+        counter_states = math.prod((m or 0) + 1 for m in self.counter_max)
+        return len(self.initial_stack) + width * len(self.states) * len(self.stack_alphabet) * min(
+            counter_states, 64
+        )
+
+    @cached_property
+    def alphabet(self) -> tuple[str, ...]:
+        """The input symbols, in first-use order."""
+        seen: dict[str, None] = {}
+        for t in self.transitions:
+            if t.read is not None:
+                seen.setdefault(t.read, None)
+        return tuple(seen)
+
+    def initial(self) -> Config:
+        """Return the start configuration (``initial_stack`` listed top first)."""
+        stack = tuple(StackItem(s, -1, 0) for s in reversed(self.initial_stack))
+        return Config(self.start, stack, (0,) * len(self.counter_names))
+
+    def applicable(self, config: Config) -> tuple[int, ...]:
+        """Return the transitions whose state and stack top match."""
+        top = config.top
+        if top is None:
+            return ()
+        return self.moves.get((config.state, top.symbol), ())
+
+    def counters_met(self, config: Config) -> bool:
+        """Return True if every counter has reached its minimum."""
+        return all(c >= m for c, m in zip(config.counts, self.counter_min))
+
+    def is_accepting(self, config: Config) -> bool:
+        """State accepting, counters at their minimum, stack top allowed."""
+        if config.state not in self.accept or not self.counters_met(config):
+            return False
+        if self.accept_tops:
+            return config.top is not None and config.top.symbol in self.accept_tops
+        return True
+
+    def step(self, config: Config, index: int) -> Config | None:
+        """Fire transition ``index``; None if it breaks a counter maximum."""
+        t = self.transitions[index]
+        counts = config.counts
+        ci = self.counts_into[index]
+        if ci is not None:
+            high = self.counter_max[ci]
+            if high is not None and counts[ci] >= high:
+                return None
+            counts = (*counts[:ci], counts[ci] + 1, *counts[ci + 1 :])
+        top = config.stack[-1].symbol
+        push = tuple(top if s == ANY else s for s in t.push)
+        stack = config.stack[:-1] + tuple(StackItem(s, -1, 0) for s in reversed(push))
+        word, n_word = config.word, config.n_word
+        if t.read is not None:
+            word, n_word = (t.read, word), n_word + 1
+        nodes = (index, config.nodes)
+        return Config(t.target, stack, counts, 0, word, nodes, n_word, config.n_nodes + 1)
+
+    def path(self, config: Config) -> list[int]:
+        """Return the transitions taken to reach ``config``, in order."""
+        out: list[int] = []
+        cell = config.nodes
+        while cell is not None:
+            out.append(int(cell[0]))  # type: ignore[call-overload]
+            cell = cell[1]
+        out.reverse()
+        return out
+
+
+def pda_from_spec(spec: AutomatonSpec) -> ExplicitPDA:
+    """Build the tables of an explicit automaton (the spec has passed its checks)."""
+    counters = {c.name: i for i, c in enumerate(spec.counters)}
+    transitions = tuple(
+        Transition(
+            t.source,
+            t.target,
+            t.read,
+            t.pop or ANY,
+            t.push if t.push is not None else (ANY,),
+        )
+        for t in spec.transitions
+    )
+    initial = spec.initial_stack or spec.stack_alphabet[:1]
+    return ExplicitPDA(
+        states=tuple(s.name for s in spec.states),
+        start=spec.start,
+        accept=spec.accept,
+        stack_alphabet=spec.stack_alphabet,
+        bottom=initial[-1] if initial else "",
+        transitions=transitions,
+        counter_names=tuple(c.name for c in spec.counters),
+        counter_min=tuple(c.min for c in spec.counters),
+        counter_max=tuple(c.max for c in spec.counters),
+        counts_into=tuple(counters.get(t.count) if t.count else None for t in spec.transitions),
+        accept_tops=spec.accept_stack,
+        initial_stack=tuple(initial),
+    )
+
+
+@dataclass
+class ExplicitLookahead:
+    """Completion check for explicit automata (exact when the stack never grows)."""
+
+    pda: ExplicitPDA
+    node_budget: int = 200_000
+    memo: dict[Key, bool] = field(default_factory=dict)
+    queries: int = 0
+    exhausted: int = 0
+
+    @staticmethod
+    def key(config: Config) -> Key:
+        """Return what the future of a configuration depends on."""
+        return (config.state, tuple(s.symbol for s in config.stack), config.counts)
+
+    def completable(self, config: Config) -> bool:
+        """Return True if some continuation of ``config`` reaches acceptance."""
+        self.queries += 1
+        self._budget = self.node_budget
+        self._cut = self._cycle = False
+        ok = self._solve(config, set())
+        if not ok and (self._cut or self._budget <= 0):
+            self.exhausted += 1
+            return True
+        return ok
+
+    def word_exists(self) -> bool:
+        """Return True if the automaton accepts some word."""
+        return self.completable(self.pda.initial())
+
+    def feasible_moves(self, config: Config) -> list[tuple[int, Config]]:
+        """Return (transition, next configuration) for every move that avoids dead ends."""
+        out = []
+        for index in self.pda.applicable(config):
+            nxt = self.pda.step(config, index)
+            if nxt is not None and self.completable(nxt):
+                out.append((index, nxt))
+        return out
+
+    def _solve(self, config: Config, path: set[Key]) -> bool:
+        if self.pda.is_accepting(config):
+            return True
+        key = self.key(config)
+        known = self.memo.get(key)
+        if known is not None:
+            return known
+        if key in path:
+            self._cycle = True
+            return False
+        if len(config.stack) > self.pda.depth_bound:
+            self._cut = True
+            return False
+        self._budget -= 1
+        if self._budget <= 0:
+            return False
+        path.add(key)
+        cycle_before, cut_before = self._cycle, self._cut
+        self._cycle = self._cut = False
+        ok = False
+        for index in self.pda.applicable(config):
+            nxt = self.pda.step(config, index)
+            if nxt is not None and self._solve(nxt, path):
+                ok = True
+                break
+        path.discard(key)
+        if ok or (not self._cycle and not self._cut and self._budget > 0):
+            self.memo[key] = ok
+        self._cycle = self._cycle or cycle_before
+        self._cut = self._cut or cut_before
+        return ok
+
+
+@dataclass
+class WordVerdict:
+    """Outcome of running a word: the accepting configuration, or where and why it fails."""
+
+    valid: bool
+    config: Config | None = None
+    position: int = 0
+    reason: str = ""
+
+
+def _closure(pda: ExplicitPDA, configs: list[Config]) -> list[Config]:
+    """Add every configuration reachable by ε-moves (within the stack-depth bound)."""
+    seen = {ExplicitLookahead.key(c): c for c in configs}
+    todo = list(configs)
+    while todo:
+        c = todo.pop()
+        for i in pda.applicable(c):
+            if pda.transitions[i].read is not None:
+                continue
+            nxt = pda.step(c, i)
+            if nxt is None or len(nxt.stack) > pda.depth_bound:
+                continue
+            k = ExplicitLookahead.key(nxt)
+            if k not in seen:
+                seen[k] = nxt
+                todo.append(nxt)
+    return list(seen.values())
+
+
+def verify_explicit(pda: ExplicitPDA, word: list[str]) -> WordVerdict:
+    """Run ``word`` on the automaton; name the first position that fails and why."""
+    known = set(pda.alphabet)
+    for i, sym in enumerate(word):
+        if sym not in known:
+            hint = did_you_mean(sym, known)
+            return WordVerdict(False, position=i + 1, reason=f"unknown step '{sym}'{hint}")
+    configs = _closure(pda, [pda.initial()])
+    for pos, sym in enumerate(word):
+        nxt = []
+        for c in configs:
+            for i in pda.applicable(c):
+                if pda.transitions[i].read == sym:
+                    stepped = pda.step(c, i)
+                    if stepped is not None:
+                        nxt.append(stepped)
+        if not nxt:
+            return WordVerdict(False, position=pos + 1, reason=_why_not(pda, configs, sym))
+        configs = _closure(pda, nxt)
+    for c in configs:
+        if pda.is_accepting(c):
+            return WordVerdict(True, c)
+    return WordVerdict(False, position=len(word) + 1, reason=_why_incomplete(pda, configs))
+
+
+def _why_not(pda: ExplicitPDA, configs: list[Config], sym: str) -> str:
+    for c in configs:
+        for i in pda.applicable(c):
+            t = pda.transitions[i]
+            ci = pda.counts_into[i]
+            if t.read == sym and ci is not None:
+                limit = pda.counter_max[ci]
+                return f"'{pda.counter_names[ci]}' would happen more than {limit} time(s)"
+    states = sorted({c.state for c in configs})
+    expected = sorted(
+        {pda.transitions[i].read or "" for c in configs for i in pda.applicable(c)} - {""}
+    )
+    shown = ", ".join(expected[:6]) + (" ..." if len(expected) > 6 else "")
+    where = ", ".join(states)
+    if not expected:
+        return f"'{sym}' comes after the plan is complete (state {where})"
+    return f"'{sym}' is not allowed in state {where} (expected one of: {shown})"
+
+
+def _why_incomplete(pda: ExplicitPDA, configs: list[Config]) -> str:
+    for c in configs:
+        if c.state in pda.accept:
+            for name, have, low in zip(pda.counter_names, c.counts, pda.counter_min):
+                if have < low:
+                    return f"'{name}' must happen at least {low} time(s), the plan has {have}"
+            return "the stack top does not allow acceptance"
+    states = ", ".join(sorted({c.state for c in configs}))
+    return f"the plan is incomplete: it stops in state {states}, which does not accept"

@@ -1,0 +1,81 @@
+"""Risk management: plans follow the flowchart; the scenario variables reach the prompts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fllm_cli import api
+from fllm_cli.cli.app import app
+from fllm_cli.llm.simple import RandomModel
+
+ROOT = Path(__file__).resolve().parents[2]
+DOMAIN = str(ROOT / "domains" / "risk_management.yaml")
+GOLDEN = Path(__file__).resolve().parent / "golden"
+VARS = {"seller": "Shareholders of Blizzard Entertainment", "buyer": "Microsoft"}
+# The flowchart, written out independently of the spec: question -> answer -> next node.
+FLOWCHART = {
+    "entitled": {"yes": "standing", "no": "STOP", "unknown": "standing"},
+    "standing": {"yes": "cfius", "no": "STOP", "unknown": "cfius"},
+    "cfius": {"yes": "antitrust", "no": "antitrust", "unknown": "antitrust"},
+    "antitrust": {"yes": "PASS", "no": "PASS", "unknown": "PASS"},
+}
+
+
+def follows_flowchart(word: list[str]) -> str:
+    """Walk the flowchart along the word; return the outcome reached."""
+    node = "entitled"
+    for item in word:
+        question, _, answer = item.partition("=")
+        assert question == node, f"{item} asked at {node}"
+        node = FLOWCHART[node][answer]
+    assert node in ("PASS", "STOP")
+    return node
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_plans_follow_the_flowchart(seed: int) -> None:
+    problem = api.compile_problem(DOMAIN, task="Review the deal.", variables=VARS)
+    doc = api.plan(problem, RandomModel(seed)).document
+    outcome = follows_flowchart(doc["word"])
+    last = doc["steps"][-1]["text"]
+    assert last.startswith("Pass the preliminary") if outcome == "PASS" else last.startswith("Stop")
+    assert doc["vars"] == {**VARS, "company": "Blizzard Entertainment"}
+
+
+def _check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("FLLM_UPDATE_GOLDEN"):
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
+
+
+def test_prompts_show_the_scenario_variables() -> None:
+    problem = api.compile_problem(DOMAIN, task="Review the deal.", variables=VARS)
+    result = api.plan(problem, RandomModel(2))
+    first, last = result.trace[0]["prompt"], result.trace[-1]["prompt"]
+    assert "Shareholders of Blizzard Entertainment wants to sell Blizzard Entertainment" in first
+    assert "Question: Is Shareholders of Blizzard Entertainment entitled to sell" in first
+    _check_golden("risk_first_prompt.txt", first)
+    _check_golden("risk_last_prompt.txt", last)
+
+
+def test_missing_variable_is_a_usage_error() -> None:
+    args = ["plan", DOMAIN, "x", "-m", "random:1", "--var", "buyer=X"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fllm_cli", *args], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2
+    assert "missing --var seller=VALUE" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_render_pda_needs_no_variables() -> None:
+    result = CliRunner().invoke(app, ["render-pda", DOMAIN, "--format", "dot"])
+    assert result.exit_code == 0, result.output
+    assert "entitled=unknown" in result.output
