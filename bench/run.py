@@ -1,0 +1,343 @@
+"""``make bench``: compile time, feasible-move query time and planner overhead.
+
+Stdlib + fllm only. Prints a table and writes ``bench/results.json``.
+
+    .venv/bin/python bench/run.py            # everything (about 2–3 minutes)
+    .venv/bin/python bench/run.py --quick    # fewer tasks, for a smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "src"))
+
+from gen_domain import generate  # noqa: E402
+
+from fllm_cli import api  # noqa: E402
+from fllm_cli.automaton.lookahead import GrammarLookahead  # noqa: E402
+from fllm_cli.automaton.pda import PDA, Config, pda_from_grammar  # noqa: E402
+from fllm_cli.grammar.compile import make_task, tool_grammar  # noqa: E402
+from fllm_cli.spec.load import load_domain, read_domain  # noqa: E402
+from fllm_cli.spec.model import Domain  # noqa: E402
+
+OPENAGI = ROOT / "domains" / "openagi.yaml"
+TASKS = HERE / "data" / "openagi_tasks.jsonl"
+BIG_TOOLS, BIG_MODALITIES, BIG_SEED = 500, 20, 7
+GOALS = {"compile_s": 1.0, "query_median_ms": 1.0, "planner_ms_per_choice": 5.0}
+
+
+def ms(seconds: float) -> float:
+    """Round seconds to milliseconds with three decimals."""
+    return round(seconds * 1000, 3)
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    """Return n, median, p95 and max of durations in seconds, as milliseconds."""
+    if not samples:
+        return {"n": 0, "median_ms": 0.0, "p95_ms": 0.0, "max_ms": 0.0}
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    return {
+        "n": len(samples),
+        "median_ms": ms(statistics.median(ordered)),
+        "p95_ms": ms(p95),
+        "max_ms": ms(ordered[-1]),
+    }
+
+
+def timed(fn: Callable[[], Any], repeat: int = 5) -> float:
+    """Return the median wall time of ``fn`` over ``repeat`` runs."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def load_tasks() -> list[dict[str, Any]]:
+    """Return the OpenAGI task interfaces (185 tasks)."""
+    lines = TASKS.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def big_domain_path(folder: Path) -> Path:
+    """Write the generated 500-tool domain into ``folder`` and return its path."""
+    path = folder / "synthetic_500.yaml"
+    path.write_text(generate(BIG_TOOLS, BIG_MODALITIES, BIG_SEED), encoding="utf-8")
+    return path
+
+
+def big_tasks(domain: Domain, count: int, seed: int = 3) -> list[tuple[list[str], str]]:
+    """Return ``count`` random task interfaces over the generated domain."""
+    rng = random.Random(seed)
+    mods = [m.name for m in domain.modalities]
+    out = []
+    for _ in range(count):
+        inputs = ["m00", *rng.sample(mods[1:], rng.randrange(0, 2))]
+        out.append((inputs, rng.choice(mods[1:])))
+    return out
+
+
+# -- (a) compile -----------------------------------------------------------------------------
+
+
+def compile_once(domain: Domain, inputs: list[str], output: str) -> GrammarLookahead:
+    """Compile a task: grammar, PDA and look-ahead tables."""
+    task = make_task(domain, "", inputs, output)
+    return GrammarLookahead(pda_from_grammar(tool_grammar(domain, task)))
+
+
+def bench_compile(big: Path) -> dict[str, Any]:
+    """Time loading and compiling the OpenAGI and the generated domain."""
+    openagi_load = timed(lambda: load_domain(OPENAGI))
+    domain = load_domain(OPENAGI)
+    openagi_task = timed(lambda: compile_once(domain, ["image"], "text"), repeat=20)
+    big_parse = timed(lambda: read_domain(big), repeat=3)
+    big_domain, _ = read_domain(big)
+    assert big_domain is not None
+    big_task = timed(lambda: compile_once(big_domain, ["m00"], "m07"), repeat=5)
+    return {
+        "openagi": {
+            "load_and_check_s": round(openagi_load, 4),
+            "task_compile_s": round(openagi_task, 5),
+            "total_s": round(openagi_load + openagi_task, 4),
+        },
+        "synthetic_500": {
+            "parse_s": round(big_parse, 4),
+            "task_compile_s": round(big_task, 4),
+            "total_s": round(big_parse + big_task, 4),
+            "note": "semantic checks (check_domain) are not included: see README of bench",
+        },
+    }
+
+
+# -- (b) feasible-move queries ---------------------------------------------------------------
+
+
+def walk(
+    look: GrammarLookahead, rng: random.Random, max_steps: int
+) -> tuple[list[Config], list[float]]:
+    """Random walk over feasible moves; return the configurations met and each query's time."""
+    pda: PDA = look.pda
+    config = pda.initial()
+    seen: list[Config] = []
+    times: list[float] = []
+    for _ in range(max_steps):
+        if pda.is_accepting(config):
+            break
+        start = time.perf_counter()
+        moves = look.feasible_moves(config)
+        times.append(time.perf_counter() - start)
+        seen.append(config)
+        if not moves:
+            break
+        config = rng.choice(moves)[1]
+    return seen, times
+
+
+def query_times(
+    problems: list[GrammarLookahead], walks: int, max_steps: int, seed: int, cap_s: float
+) -> dict[str, Any]:
+    """Cold (fresh memo per task) and warm (same configurations again) query times."""
+    cold: list[float] = []
+    warm: list[float] = []
+    exhausted = 0
+    deadline = time.perf_counter() + cap_s
+    tasks_done = 0
+    for k, look in enumerate(problems):
+        if time.perf_counter() > deadline:
+            break
+        rng = random.Random(seed + k)
+        configs: list[Config] = []
+        for _ in range(walks):
+            seen, times = walk(look, rng, max_steps)
+            configs += seen
+            cold += times
+        for config in configs:
+            start = time.perf_counter()
+            look.feasible_moves(config)
+            warm.append(time.perf_counter() - start)
+        exhausted += look.stats.exhausted
+        tasks_done += 1
+    return {
+        "tasks": tasks_done,
+        "cold": summary(cold),
+        "warm": summary(warm),
+        "exhausted_queries": exhausted,
+    }
+
+
+def bench_queries(big: Path, quick: bool) -> dict[str, Any]:
+    """Query times on all OpenAGI task interfaces and on the generated domain."""
+    domain = load_domain(OPENAGI)
+    tasks = load_tasks()[: 20 if quick else None]
+    openagi = [compile_once(domain, t["inputs"], t["output"]) for t in tasks]
+    big_domain, _ = read_domain(big)
+    assert big_domain is not None
+    bigs = [compile_once(big_domain, i, o) for i, o in big_tasks(big_domain, 4 if quick else 12)]
+    return {
+        "openagi": query_times(openagi, walks=5, max_steps=30, seed=1, cap_s=30),
+        # Uniform walks in the big domain favour 3-input tools and grow without end: cap them.
+        "synthetic_500": query_times(bigs, walks=2, max_steps=12, seed=1, cap_s=45),
+    }
+
+
+# -- (c) planner overhead --------------------------------------------------------------------
+
+
+def plan_stats(domain: Domain, inputs: list[str], output: str, seed: int) -> dict[str, Any]:
+    """Plan one task with the random chooser; return its stats."""
+    problem = api.compile_problem(domain, inputs=inputs, output=output)
+    result = api.plan(problem, f"random:{seed}")
+    return dict(result.stats.as_dict(), word_length=len(result.document["word"]))
+
+
+def _plan_child(path: str, inputs: list[str], output: str, seed: int, queue: Any) -> None:
+    domain, _ = read_domain(path)
+    queue.put(plan_stats(domain, inputs, output, seed))  # type: ignore[arg-type]
+
+
+def plan_with_timeout(path: Path, inputs: list[str], output: str, seed: int, limit: float) -> Any:
+    """Plan in a child process; None if it takes longer than ``limit`` seconds."""
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_plan_child, args=(str(path), inputs, output, seed, queue))
+    child.start()
+    child.join(limit)
+    if child.is_alive():
+        child.terminate()
+        child.join()
+        return None
+    return queue.get() if not queue.empty() else None
+
+
+def per_choice(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """Summarise planner seconds per choice point over runs."""
+    values = [s["seconds"] / s["choice_points"] for s in stats if s["choice_points"]]
+    out = summary(values)
+    out["runs"] = len(stats)
+    out["choice_points"] = sum(s["choice_points"] for s in stats)
+    out["mean_word_length"] = round(statistics.mean(s["word_length"] for s in stats), 2)
+    out["total_s"] = round(sum(s["seconds"] for s in stats), 3)
+    return out
+
+
+def bench_planner(big: Path, quick: bool) -> dict[str, Any]:
+    """Planner time per choice point with the seeded random chooser."""
+    domain = load_domain(OPENAGI)
+    tasks = load_tasks()[: 20 if quick else None]
+    stats = [plan_stats(domain, t["inputs"], t["output"], t["id"]) for t in tasks]
+    big_domain, _ = read_domain(big)
+    assert big_domain is not None
+    big_runs: list[dict[str, Any]] = []
+    timeouts = 0
+    for k, (inputs, output) in enumerate(big_tasks(big_domain, 3)):
+        got = plan_with_timeout(big, inputs, output, k, limit=20)
+        if got is None:
+            timeouts += 1
+        else:
+            big_runs.append(got)
+    big_summary = per_choice(big_runs) if big_runs else {"runs": 0}
+    big_summary["timeouts_20s"] = timeouts
+    return {"openagi": per_choice(stats), "synthetic_500": big_summary}
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def verdict(value: float, goal: float) -> str:
+    """Return 'ok' when ``value`` meets ``goal``."""
+    return "ok" if value < goal else "MISSED"
+
+
+def report(results: dict[str, Any]) -> str:
+    """Return the printed table."""
+    c, q, p = results["compile"], results["queries"], results["planner"]
+    rows = [
+        (
+            "compile openagi (load+check+task)",
+            f"{c['openagi']['total_s'] * 1000:.1f} ms",
+            f"< 1 s: {verdict(c['openagi']['total_s'], 1.0)}",
+        ),
+        (
+            "compile 500 tools (parse+task)",
+            f"{c['synthetic_500']['total_s'] * 1000:.1f} ms",
+            f"< 1 s: {verdict(c['synthetic_500']['total_s'], 1.0)}",
+        ),
+    ]
+    for name in ("openagi", "synthetic_500"):
+        for mode in ("cold", "warm"):
+            s = q[name][mode]
+            goal = ""
+            if name == "openagi" and mode == "cold":
+                goal = f"median < 1 ms: {verdict(s['median_ms'], 1.0)}"
+            rows.append(
+                (
+                    f"query {name} {mode} (n={s['n']})",
+                    f"median {s['median_ms']:.3f} ms, p95 {s['p95_ms']:.3f} ms",
+                    goal,
+                )
+            )
+    for name in ("openagi", "synthetic_500"):
+        s = p[name]
+        if s.get("runs"):
+            goal = f"< 5 ms: {verdict(s['median_ms'], 5.0)}" if name == "openagi" else ""
+            extra = f", {s['timeouts_20s']} timeout(s)" if "timeouts_20s" in s else ""
+            rows.append(
+                (
+                    f"planner {name} per choice ({s['runs']} runs{extra})",
+                    f"median {s['median_ms']:.3f} ms, p95 {s['p95_ms']:.3f} ms",
+                    goal,
+                )
+            )
+        else:
+            rows.append(
+                (f"planner {name}", f"no run finished ({s.get('timeouts_20s')} timeouts)", "")
+            )
+    width = max(len(r[0]) for r in rows)
+    value_width = max(len(r[1]) for r in rows)
+    lines = [f"{'measure':<{width}}  {'figure':<{value_width}}  goal"]
+    lines += [f"{a:<{width}}  {b:<{value_width}}  {g}" for a, b, g in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Run every benchmark, print the table, write bench/results.json."""
+    parser = argparse.ArgumentParser(description="fllm core benchmarks")
+    parser.add_argument("--quick", action="store_true", help="fewer tasks (smoke test)")
+    parser.add_argument("--out", default=str(HERE / "results.json"))
+    args = parser.parse_args()
+    begin = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        big = big_domain_path(Path(tmp))
+        results: dict[str, Any] = {
+            "machine": {"python": platform.python_version(), "platform": platform.platform()},
+            "goals": GOALS,
+            "compile": bench_compile(big),
+            "queries": bench_queries(big, args.quick),
+            "planner": bench_planner(big, args.quick),
+        }
+    results["bench_seconds"] = round(time.perf_counter() - begin, 1)
+    Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(report(results))
+    print(f"\n{results['bench_seconds']} s in all; details in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
