@@ -38,6 +38,7 @@ from fllm_cli.spec.model import Domain  # noqa: E402
 OPENAGI = ROOT / "domains" / "openagi.yaml"
 TASKS = HERE / "data" / "openagi_tasks.jsonl"
 BIG_TOOLS, BIG_MODALITIES, BIG_SEED = 500, 20, 7
+BIG_CAP = 15  # max_plan_steps for the capped planner run
 GOALS = {"compile_s": 1.0, "query_median_ms": 1.0, "planner_ms_per_choice": 5.0}
 
 
@@ -76,10 +77,13 @@ def load_tasks() -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def big_domain_path(folder: Path) -> Path:
-    """Write the generated 500-tool domain into ``folder`` and return its path."""
-    path = folder / "synthetic_500.yaml"
-    path.write_text(generate(BIG_TOOLS, BIG_MODALITIES, BIG_SEED), encoding="utf-8")
+def big_domain_path(folder: Path, cap: int | None = None) -> Path:
+    """Write the generated 500-tool domain (optionally with a plan-length cap) into ``folder``."""
+    path = folder / ("synthetic_500.yaml" if cap is None else f"synthetic_500_cap{cap}.yaml")
+    text = generate(BIG_TOOLS, BIG_MODALITIES, BIG_SEED)
+    if cap is not None:
+        text = text.replace("limits:\n", f"limits:\n  max_plan_steps: {cap}\n", 1)
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -255,7 +259,23 @@ def bench_planner(big: Path, quick: bool) -> dict[str, Any]:
             big_runs.append(got)
     big_summary = per_choice(big_runs) if big_runs else {"runs": 0}
     big_summary["timeouts_20s"] = timeouts
-    return {"openagi": per_choice(stats), "synthetic_500": big_summary}
+    # With a plan-length cap, as a real domain of this size would declare.
+    capped = big_domain_path(big.parent, cap=BIG_CAP)
+    capped_runs = []
+    capped_timeouts = 0
+    for k, (inputs, output) in enumerate(big_tasks(big_domain, 3 if quick else 10)):
+        got = plan_with_timeout(capped, inputs, output, k, limit=20)
+        if got is None:
+            capped_timeouts += 1
+        else:
+            capped_runs.append(got)
+    capped_summary = per_choice(capped_runs) if capped_runs else {"runs": 0}
+    capped_summary["timeouts_20s"] = capped_timeouts
+    return {
+        "openagi": per_choice(stats),
+        "synthetic_500": big_summary,
+        f"synthetic_500_cap{BIG_CAP}": capped_summary,
+    }
 
 
 # -- report ----------------------------------------------------------------------------------
@@ -294,7 +314,7 @@ def report(results: dict[str, Any]) -> str:
                     goal,
                 )
             )
-    for name in ("openagi", "synthetic_500"):
+    for name in ("openagi", "synthetic_500", f"synthetic_500_cap{BIG_CAP}"):
         s = p[name]
         if s.get("runs"):
             goal = f"< 5 ms: {verdict(s['median_ms'], 5.0)}" if name == "openagi" else ""

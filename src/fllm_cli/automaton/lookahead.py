@@ -79,10 +79,37 @@ class GrammarLookahead:
         self.free = frozenset(n for n, c in self.cost.items() if c == 0)
         # Each level of the search charges a limited terminal or a capped tool step.
         self._depth = sum(g.limits) + (g.max_tools or 0) + 2 * len(g.nonterminals) + 100
+        self._distances: dict[str, dict[str, int]] = {}
+        self.exhausted_last = False
         # Cheaper productions first: the search finds a completion sooner.
         self.order = {
             n: sorted(idx, key=lambda i: self._prod_cost(i)) for n, idx in g.by_lhs.items()
         }
+
+    def _distance_to(self, terminal: str) -> dict[str, int]:
+        """Expansions needed from each nonterminal to a form containing ``terminal``."""
+        cached = self._distances.get(terminal)
+        if cached is not None:
+            return cached
+        dist = {n: INF for n in self.g.nonterminals}
+        changed = True
+        while changed:
+            changed = False
+            for p in self.g.productions:
+                if terminal in p.rhs:
+                    best = 1
+                else:
+                    best = 1 + min((dist.get(s, INF) for s in p.rhs), default=INF)
+                if best < dist.get(p.lhs, INF):
+                    dist[p.lhs] = best
+                    changed = True
+        self._distances[terminal] = dist
+        return dist
+
+    def _guide(self, need: frozenset[str]) -> dict[str, int] | None:
+        """Distances towards the one specific terminal still needed, if there is one."""
+        named = [t for t in need if t != ANY_TOOL]
+        return self._distance_to(min(named)) if named else None
 
     def _prod_cost(self, index: int) -> int:
         total = 0
@@ -136,7 +163,10 @@ class GrammarLookahead:
         need = need | self.initial_need()
         zero = (0,) * len(self.g.limits)
         with _recursion_room(self._depth):
-            return self._solve(self._normalise([self.g.start], need), zero, 0, need, set())
+            ok = self._solve(self._normalise([self.g.start], need), zero, 0, need, set())
+        # An exhausted search proves nothing: callers may treat the answer as unknown.
+        self.exhausted_last = not ok and self._budget <= 0
+        return ok
 
     def feasible_moves(self, config: Config) -> list[tuple[int, Config]]:
         """Return (transition, next configuration) for every move that avoids dead ends."""
@@ -172,6 +202,12 @@ class GrammarLookahead:
     def _normalise(self, pending: list[str], need: frozenset[str]) -> tuple[str, ...]:
         if not need:
             pending = [s for s in pending if s not in self.free]
+        guide = self._guide(need)
+        if guide is not None:
+            # Head for the terminal that must still appear before anything else.
+            return tuple(
+                sorted(pending, key=lambda s: (guide.get(s, INF), -self.cost.get(s, INF), s))
+            )
         return tuple(sorted(pending, key=lambda s: (-self.cost.get(s, INF), s)))
 
     def _solve(
@@ -228,7 +264,17 @@ class GrammarLookahead:
         path: set[State],
     ) -> bool:
         head, rest = pending[0], pending[1:]
-        for index in self.order.get(head, ()):
+        order = self.order.get(head, ())
+        guide = self._guide(need)
+        if guide is not None:
+            named = min(t for t in need if t != ANY_TOOL)
+
+            def toward(index: int) -> int:
+                rhs = self.g.productions[index].rhs
+                return 0 if named in rhs else min((guide.get(s, INF) for s in rhs), default=INF)
+
+            order = sorted(order, key=toward)
+        for index in order:
             c, t, n = counts, tools, need
             new: list[str] = list(rest)
             failed = False
