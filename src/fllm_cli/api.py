@@ -127,16 +127,28 @@ def plan(
     budgets: Budgets | None = None,
     options: ModelOptions | None = None,
     on_event: Event | None = None,
+    trace: list[dict[str, Any]] | None = None,
 ) -> PlanResult:
-    """Plan with a model (a back end or a ``--model`` string) inside the automaton."""
+    """Plan with a model (a back end or a ``--model`` string) inside the automaton.
+
+    Choice records go to ``trace`` as they happen, so a caller keeps them even when planning
+    fails part-way (a budget, a provider error).
+    """
     check_solvable(problem)
     backend = model if isinstance(model, Model) else make_model(model, options)
+    records: list[dict[str, Any]] = [] if trace is None else trace
     if isinstance(problem.pda, ExplicitPDA):
-        return _plan_automaton(problem, problem.pda, backend, budgets, on_event)
+        return _plan_automaton(problem, problem.pda, backend, budgets, on_event, records)
     assert problem.grammar is not None
     prompter = Prompter(problem.domain, problem.grammar, problem.pda, problem.task, problem.vars)
     planner = Planner(
-        problem.pda, problem.lookahead, backend, prompter, budgets or Budgets(), on_event
+        problem.pda,
+        problem.lookahead,
+        backend,
+        prompter,
+        budgets or Budgets(),
+        on_event,
+        trace=records,
     )
     final = planner.run()
     derivation = Derivation.from_config(problem.grammar, final)
@@ -156,9 +168,12 @@ def _plan_automaton(
     backend: Model,
     budgets: Budgets | None,
     on_event: Event | None,
+    records: list[dict[str, Any]],
 ) -> PlanResult:
     prompter = AutomatonPrompter(problem.domain, pda, problem.task.text, problem.vars)
-    planner = Planner(pda, problem.lookahead, backend, prompter, budgets or Budgets(), on_event)
+    planner = Planner(
+        pda, problem.lookahead, backend, prompter, budgets or Budgets(), on_event, trace=records
+    )
     final = planner.run()
     verdict = verify_explicit(pda, final.word_list())
     if not verdict.valid:  # a bug, never a user's problem

@@ -234,3 +234,47 @@ def test_help_for_every_command() -> None:
         result = runner.invoke(app, [*command, "--help"])
         assert result.exit_code == 0, command
         assert "Usage" in result.output
+
+
+def test_trace_is_kept_when_planning_fails(tmp_path: Path, openagi: str) -> None:
+    trace = tmp_path / "t.jsonl"
+    answers = tmp_path / "answers.txt"
+    answers.write_text("Visual Question Answering\n", encoding="utf-8")  # then runs out
+    code, _, err = fllm(
+        "plan",
+        openagi,
+        TASK,
+        "--input",
+        "image",
+        "--output",
+        "text",
+        "--model",
+        f"scripted:{answers}",
+        "--trace",
+        str(trace),
+    )
+    assert code == 1 and "ran out of answers" in err
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [r["chosen"] for r in records] == ["the output of Visual Question Answering"]
+
+
+def test_trace_has_no_duplicates(tmp_path: Path, openagi: str) -> None:
+    trace = tmp_path / "t.jsonl"
+    code, stdout, _ = fllm(
+        "plan",
+        openagi,
+        TASK,
+        "--input",
+        "image",
+        "--output",
+        "text",
+        "--model",
+        "random:4",
+        "-f",
+        "json",
+        "--trace",
+        str(trace),
+    )
+    assert code == 0
+    records = trace.read_text().splitlines()
+    assert len(records) == json.loads(stdout)["stats"]["choice_points"]

@@ -156,7 +156,7 @@ def plan(
     if info:
         doc["stats"]["backend"] = info
     if trace_file:
-        _write_trace(trace_file, trace + result.trace)
+        _write_trace(trace_file, trace)
     _emit(doc, result, fmt, out_file)
 
 
@@ -185,7 +185,9 @@ def _run(
         problem = api.compile_problem(
             domain, inputs=inputs, output=output, task=task, variables=variables
         )
-        result = api.plan(problem, backend, budgets=budgets, options=options, on_event=on_event)
+        result = api.plan(
+            problem, backend, budgets=budgets, options=options, on_event=on_event, trace=trace
+        )
     return result, pre
 
 
