@@ -46,7 +46,7 @@ def test_solve_command_writes_result_and_trace(tmp_path: Path, capsys) -> None:
             str(out),
             "--trace",
             str(trace),
-            "--timeout",
+            "--code-timeout",
             "8",
         ]
     )
@@ -73,7 +73,7 @@ def test_solve_bench_scores_the_query(tmp_path: Path, capsys) -> None:
                 f"replay:{tmp_path / 'replies.jsonl'}",
                 "-o",
                 str(report),
-                "--timeout",
+                "--code-timeout",
                 "8",
             ]
         )

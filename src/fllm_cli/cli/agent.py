@@ -10,6 +10,15 @@ import typer
 from rich.console import Console
 
 from fllm_cli.cli.common import read_text_arg, stderr_console, stdout_console, write_atomic
+from fllm_cli.cli.options import (
+    ApiBaseOpt,
+    ModelOpt,
+    NoCacheOpt,
+    RetriesOpt,
+    TemperatureOpt,
+    TimeoutOpt,
+    model_options,
+)
 from fllm_cli.errors import UsageError
 from fllm_cli.ltl.runtime import Budget, Observer, Step
 
@@ -71,9 +80,7 @@ def _split_names(value: str) -> list[str]:
 def agent_command(
     spec: str = typer.Argument(..., help="Agent spec (.sexp, or YAML with an 'agent:' key)."),
     question: str = typer.Argument("", help="The task; optional for agents with a User state."),
-    model: str = typer.Option(
-        None, "--model", "-m", help="Model: local, random, scripted:FILE, a LiteLLM name..."
-    ),
+    model: ModelOpt = None,
     tools: str = typer.Option(
         "calculator", "--tools", help="Comma-separated tools: calculator, search, lookup, plugins."
     ),
@@ -106,13 +113,14 @@ def agent_command(
     trace: str = typer.Option(
         None, "--trace", help="Write every model call, choice and tool run as JSONL."
     ),
-    api_base: str = typer.Option(
-        None, "--api-base", help="Base URL for an OpenAI-compatible server."
-    ),
-    temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature."),
+    api_base: ApiBaseOpt = None,
+    temperature: TemperatureOpt = 0.0,
+    timeout: TimeoutOpt = 60.0,
+    retries: RetriesOpt = 4,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Run an agent whose behaviour is an LTL formula; every transcript satisfies it."""
-    from fllm_cli.llm.registry import ModelOptions, make_model
+    from fllm_cli.llm.registry import make_model
     from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
     from fllm_cli.ltl.output import bare_transcript, legend, stats_line, to_json
 
@@ -134,7 +142,7 @@ def agent_command(
         budget=Budget(max_steps, max_loops, max_tokens, max_stop),
         expected=expected,
     )
-    backend = make_model(model, ModelOptions(api_base=api_base, temperature=temperature))
+    backend = make_model(model, model_options(api_base, temperature, timeout, retries, no_cache))
     try:
         if live is not None:
             live.print(legend())

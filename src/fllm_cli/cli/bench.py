@@ -15,9 +15,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from fllm_cli.bench import report as rep
 from fllm_cli.bench.core import BenchOptions, BenchRun, parse_strategies, run_bench
 from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
-from fllm_cli.cli.plan import MODEL_HELP
+from fllm_cli.cli.options import (
+    ApiBaseOpt,
+    ModelOpt,
+    NoCacheOpt,
+    RetriesOpt,
+    TemperatureOpt,
+    TimeoutOpt,
+    model_options,
+)
 from fllm_cli.errors import UsageError
-from fllm_cli.llm.registry import ModelOptions
 from fllm_cli.search.planner import Budgets
 
 FORMATS = ("rich", "markdown", "json")
@@ -31,7 +38,7 @@ def bench(
     strategy: str = typer.Option(
         "formal", "--strategy", "-s", help="Comma-separated: formal, zero-shot, few-shot."
     ),
-    model: str | None = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    model: ModelOpt = None,
     examples: str | None = typer.Option(
         None, "--examples", help="Few-shot examples (JSONL with references)."
     ),
@@ -53,17 +60,11 @@ def bench(
         None, "--record", help="Write formal choice points with plan scores to FILE.jsonl."
     ),
     strict: bool = typer.Option(False, "--strict", help="A bad task line is fatal."),
-    api_base: str | None = typer.Option(
-        None, "--api-base", help="Base URL of an OpenAI-compatible server."
-    ),
-    temperature: float = typer.Option(
-        0.0, "--temperature", min=0.0, max=2.0, help="Sampling temperature."
-    ),
-    timeout: float = typer.Option(60.0, "--timeout", min=0.1, help="Seconds per model request."),
-    retries: int = typer.Option(
-        4, "--retries", min=0, help="Retries on rate limits, timeouts and 5xx."
-    ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the response cache."),
+    api_base: ApiBaseOpt = None,
+    temperature: TemperatureOpt = 0.0,
+    timeout: TimeoutOpt = 60.0,
+    retries: RetriesOpt = 4,
+    no_cache: NoCacheOpt = False,
     max_llm_calls: int | None = typer.Option(
         None, "--max-llm-calls", min=0, help="Model calls per plan."
     ),
@@ -86,14 +87,7 @@ def bench(
         tasks_file=tasks_file,
         strategies=parse_strategies(strategy),
         model=model,
-        model_options=ModelOptions(
-            api_base=api_base,
-            temperature=temperature,
-            timeout=timeout,
-            retries=retries,
-            cache=not no_cache,
-            max_cost=max_cost,
-        ),
+        model_options=model_options(api_base, temperature, timeout, retries, no_cache, max_cost),
         examples_file=examples,
         shots=shots,
         limit=limit,

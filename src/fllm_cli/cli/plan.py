@@ -12,6 +12,15 @@ import typer
 from fllm_cli import api
 from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
 from fllm_cli.cli.core import INPUT_HELP, OUTPUT_HELP, _rich_tree
+from fllm_cli.cli.options import (
+    ApiBaseOpt,
+    ModelOpt,
+    NoCacheOpt,
+    RetriesOpt,
+    TemperatureOpt,
+    TimeoutOpt,
+    model_options,
+)
 from fllm_cli.errors import FllmError, UsageError
 from fllm_cli.llm.registry import ModelOptions, make_model, resolve_model_name
 from fllm_cli.plan.document import step_lines
@@ -20,13 +29,6 @@ from fllm_cli.search.automaton_prompting import parse_var_options, resolve_vars
 from fllm_cli.search.interface import infer_interface
 from fllm_cli.search.planner import Budgets
 from fllm_cli.spec.load import load_domain
-
-MODEL_HELP = (
-    "Model: a LiteLLM string (gpt-4o, anthropic/..., ollama/llama3, openai/NAME with --api-base), "
-    "local[:PATH.gguf] (embedded, the default), random[:SEED], scripted:FILE, replay:TRACE.jsonl. "
-    "Default: $FLLM_MODEL, else local."
-)
-
 
 VAR_HELP = "A scenario variable of the domain: NAME=VALUE (repeatable), e.g. --var buyer=Microsoft."
 
@@ -74,18 +76,12 @@ def plan(
     output: str | None = typer.Option(
         None, "--output", help=OUTPUT_HELP + " Omitted: the model is asked."
     ),
-    model: str | None = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-    api_base: str | None = typer.Option(
-        None, "--api-base", help="Base URL of an OpenAI-compatible server."
-    ),
-    temperature: float = typer.Option(
-        0.0, "--temperature", min=0.0, max=2.0, help="Sampling temperature."
-    ),
-    timeout: float = typer.Option(60.0, "--timeout", min=0.1, help="Seconds per model request."),
-    retries: int = typer.Option(
-        4, "--retries", min=0, help="Retries on rate limits, timeouts and 5xx."
-    ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the response cache."),
+    model: ModelOpt = None,
+    api_base: ApiBaseOpt = None,
+    temperature: TemperatureOpt = 0.0,
+    timeout: TimeoutOpt = 60.0,
+    retries: RetriesOpt = 4,
+    no_cache: NoCacheOpt = False,
     fmt: str = typer.Option(
         "rich", "--format", "-f", help="rich, text, json, yaml, mermaid or dot."
     ),
@@ -119,14 +115,7 @@ def plan(
         raise UsageError(f"unknown --format '{fmt}' (choose {', '.join(FORMATS)})")
     domain = load_domain(spec)
     variables = resolve_vars(domain, parse_var_options(var))
-    options = ModelOptions(
-        api_base=api_base,
-        temperature=temperature,
-        timeout=timeout,
-        retries=retries,
-        cache=not no_cache,
-        max_cost=max_cost,
-    )
+    options = model_options(api_base, temperature, timeout, retries, no_cache, max_cost)
     backend = make_model(model, options)
     trace: list[dict[str, Any]] = []
     try:

@@ -9,15 +9,17 @@ from typing import Any
 import typer
 
 from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
+from fllm_cli.cli.options import (
+    ApiBaseOpt,
+    ModelOpt,
+    NoCacheOpt,
+    RetriesOpt,
+    TemperatureOpt,
+    TimeoutOpt,
+    model_options,
+)
 from fllm_cli.errors import UsageError
 
-_MODEL = typer.Option(
-    None,
-    "--model",
-    "-m",
-    help="Model: gpt-4o, anthropic/..., local, "
-    "scripted:FILE, replay:TRACE.jsonl (default $FLLM_MODEL, then local).",
-)
 _ATTEMPTS = typer.Option(
     5,
     "--max-attempts",
@@ -25,7 +27,9 @@ _ATTEMPTS = typer.Option(
     help="Runs of generated code per round (a runtime error sends the traceback back).",
 )
 _ROUNDS = typer.Option(5, "--max-rounds", min=1, help="Self-assessment rounds.")
-_TIMEOUT = typer.Option(30.0, "--timeout", min=0.5, help="Wall-clock seconds per code run.")
+_CODE_TIMEOUT = typer.Option(
+    30.0, "--code-timeout", min=0.5, help="Wall-clock seconds per run of generated code."
+)
 _MEMORY = typer.Option(1024, "--memory-mb", min=64, help="Memory limit of the sandbox (MB).")
 _HORIZON = typer.Option(
     None,
@@ -61,7 +65,12 @@ def _trace_lines(records: list[dict[str, Any]]) -> str:
 def solve_command(
     problem: str = typer.Argument(..., help="Problem file (YAML with a top-level 'problem:')."),
     query: str = typer.Argument(..., help="The query; '-' reads it from standard input."),
-    model: str | None = _MODEL,
+    model: ModelOpt = None,
+    api_base: ApiBaseOpt = None,
+    temperature: TemperatureOpt = 0.0,
+    request_timeout: TimeoutOpt = 60.0,
+    retries: RetriesOpt = 4,
+    no_cache: NoCacheOpt = False,
     output: str | None = typer.Option(None, "--output", "-o", help="Write the JSON result here."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON result."),
     trace: str | None = typer.Option(
@@ -69,7 +78,7 @@ def solve_command(
     ),
     max_attempts: int = _ATTEMPTS,
     max_rounds: int = _ROUNDS,
-    timeout: float = _TIMEOUT,
+    timeout: float = _CODE_TIMEOUT,
     memory_mb: int = _MEMORY,
     max_steps: int | None = _HORIZON,
 ) -> None:
@@ -84,7 +93,9 @@ def solve_command(
     if not text.strip():
         raise UsageError("the query is empty")
     settings = _settings(max_attempts, max_rounds, timeout, memory_mb, max_steps)
-    backend = make_model(model)
+    backend = make_model(
+        model, model_options(api_base, temperature, request_timeout, retries, no_cache)
+    )
     session = Session(backend, spec, text, settings)
     try:
         result = solve(spec, text, backend, settings, session)
@@ -124,7 +135,12 @@ def _render(data: dict[str, Any]) -> None:
 def bench_command(
     problem: str = typer.Argument(..., help="Problem file."),
     benchmark: str = typer.Argument(..., help="OptiGuide JSON or PlanBench JSONL file."),
-    model: str | None = _MODEL,
+    model: ModelOpt = None,
+    api_base: ApiBaseOpt = None,
+    temperature: TemperatureOpt = 0.0,
+    request_timeout: TimeoutOpt = 60.0,
+    retries: RetriesOpt = 4,
+    no_cache: NoCacheOpt = False,
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N queries."),
     concurrency: int = typer.Option(
         1, "--concurrency", "-j", min=1, max=32, help="Queries solved in parallel (threads)."
@@ -136,7 +152,7 @@ def bench_command(
     ),
     max_attempts: int = _ATTEMPTS,
     max_rounds: int = _ROUNDS,
-    timeout: float = _TIMEOUT,
+    timeout: float = _CODE_TIMEOUT,
     memory_mb: int = _MEMORY,
     max_steps: int | None = _HORIZON,
 ) -> None:
@@ -147,7 +163,8 @@ def bench_command(
     spec = _problem(problem)
     items = load_bench(benchmark)[:limit] if limit else load_bench(benchmark)
     settings = _settings(max_attempts, max_rounds, timeout, memory_mb, max_steps)
-    make_model(model).close()  # fail fast on a bad --model before starting threads
+    options = model_options(api_base, temperature, request_timeout, retries, no_cache)
+    make_model(model, options).close()  # fail fast on a bad --model before starting threads
     err = stderr_console()
 
     def progress(row: dict[str, Any]) -> None:
@@ -155,7 +172,7 @@ def bench_command(
         err.print(f"[{row['index'] + 1}/{len(items)}] {mark} ({row['seconds']}s)", highlight=False)
 
     report = run_bench(
-        spec, items, lambda: make_model(model), settings, concurrency, tolerance, progress
+        spec, items, lambda: make_model(model, options), settings, concurrency, tolerance, progress
     )
     if trace:
         records = [
