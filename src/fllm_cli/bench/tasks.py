@@ -16,11 +16,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from fllm_cli.errors import UsageError
 from fllm_cli.spec.model import Domain
+from fllm_cli.textio import read_text
 
 
 @dataclass(frozen=True)
@@ -50,16 +49,7 @@ class LineError:
 
 def read_lines(path: str) -> list[str]:
     """Return the lines of a task file, or raise UsageError."""
-    try:
-        return Path(path).read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise UsageError(f"no such task file: '{path}'") from None
-    except IsADirectoryError:
-        raise UsageError(f"'{path}' is a folder, not a task file") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"'{path}' is not UTF-8 text") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read '{path}': {exc.strerror}") from None
+    return read_text(path, "task file").splitlines()
 
 
 def load_tasks(path: str, domain: Domain) -> tuple[list[BenchTask], list[LineError]]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from fllm_cli.errors import FllmError, UsageError
+from fllm_cli.textio import read_text
 
 
 def stdout_console() -> Console:
@@ -51,13 +52,4 @@ def read_text_arg(path: str) -> str:
     """Read a file argument, ``-`` meaning standard input."""
     if path == "-":
         return sys.stdin.read()
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"no such file: '{path}'") from None
-    except IsADirectoryError:
-        raise UsageError(f"'{path}' is a folder, not a file") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"'{path}' is not UTF-8 text") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read '{path}': {exc.strerror}") from None
+    return read_text(path)
