@@ -49,7 +49,7 @@ class Handler(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         step = server.script[min(server.hits, len(server.script) - 1)]
         server.hits += 1
-        if step in ("429", "500", "503"):
+        if step in ("400", "401", "404", "429", "500", "503"):
             self.send_response(int(step))
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -142,3 +142,18 @@ def test_nonsense_replies_still_give_a_valid_plan(stub: Stub, openagi: str, tmp_
         timeout=60,
     )
     assert verify.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("status", "hint"),
+    [("401", "API key"), ("404", "model name"), ("400", "refused the request")],
+)
+def test_client_errors_fail_at_once_with_a_hint(
+    stub: Stub, openagi: str, status: str, hint: str
+) -> None:
+    stub.script = [status]
+    code, stdout, err = plan(stub, openagi)
+    assert code == 1 and stdout == ""
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert hint in err
+    assert stub.hits == 1  # not retried: retrying cannot fix a bad key or model name
