@@ -278,3 +278,25 @@ def test_trace_has_no_duplicates(tmp_path: Path, openagi: str) -> None:
     assert code == 0
     records = trace.read_text().splitlines()
     assert len(records) == json.loads(stdout)["stats"]["choice_points"]
+
+
+def test_stats_line_shows_model_load_and_inference() -> None:
+    from fllm_cli.cli.plan import stats_line
+
+    stats = {
+        "llm_calls": 3,
+        "choice_points": 3,
+        "forced_moves": 1,
+        "backtracks": 0,
+        "fallbacks": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cost_usd": 0.0,
+        "seconds": 2.5,
+        "backend": {"loaded": True, "load_seconds": 0.21, "infer_seconds": 2.2},
+    }
+    line = stats_line(stats)
+    assert line.startswith("3 LLM calls, 3 choice points, 1 forced moves")
+    assert line.endswith("; model load 0.21 s, inference 2.20 s")
+    del stats["backend"]
+    assert "model load" not in stats_line(stats)

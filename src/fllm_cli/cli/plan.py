@@ -46,6 +46,12 @@ def stats_line(stats: dict[str, Any]) -> str:
         text += f" ({stats['cached']} cached)"
     if stats.get("budget_exhausted"):
         text += f" [budget {stats['budget_exhausted']} ran out: later choices were defaults]"
+    backend = stats.get("backend") or {}
+    if backend.get("loaded") and "load_seconds" in backend:
+        text += (
+            f"; model load {backend['load_seconds']:.2f} s, "
+            f"inference {backend.get('infer_seconds', 0.0):.2f} s"
+        )
     return text
 
 
