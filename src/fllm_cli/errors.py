@@ -70,5 +70,9 @@ class BackendError(FllmError):
         self.retryable = retryable
 
 
+class ContextOverflow(BackendError):
+    """The prompt no longer fits the model's context window."""
+
+
 class TraceMismatch(FllmError):
     """A replayed run asked a prompt that differs from the recording."""

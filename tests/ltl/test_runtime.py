@@ -234,3 +234,26 @@ def test_random_models_always_yield_valid_runs(
         str(path), "q", RandomModel(seed), options, read_user=lambda tag: next(users, None)
     )
     assert_valid(str(path), run, budget, ("calculator", "search", "lookup"))
+
+
+@pytest.mark.parametrize("spec", [REACT, ABLATED, str(AGENTS / "reflexion.sexp")], ids=Path)
+def test_a_full_context_window_closes_the_run_validly(spec: str) -> None:
+    """When the prompt outgrows the model's context, the run ends validly instead of failing."""
+    from fllm_cli.errors import ContextOverflow
+
+    calls = {"n": 0}
+
+    def reply(prompt: str) -> str:
+        if is_choice(prompt):
+            return "1"
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise ContextOverflow("prompt has 9000 tokens, the local context holds 8192")
+        return "Thinking hard about it."
+
+    budget = Budget(max_steps=40, max_loops=5)
+    options = AgentOptions(tools=("search", "lookup"), corpus=CORPUS, budget=budget)
+    run = run_agent(spec, "Which film is based on Iron Henry?", BehaviourModel(reply), options)
+    assert_valid(spec, run, budget, ("search", "lookup"))
+    assert run.stats.budget_hit == "context window"
+    assert calls["n"] == 4  # no model call after the overflow

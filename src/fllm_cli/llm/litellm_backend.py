@@ -7,7 +7,7 @@ import random
 import time
 from typing import Any
 
-from fllm_cli.errors import BackendError
+from fllm_cli.errors import BackendError, ContextOverflow
 from fllm_cli.llm.base import GenerateRequest, Generation, TextModel, Usage
 from fllm_cli.llm.registry import ModelOptions
 
@@ -52,6 +52,8 @@ def classify(exc: BaseException) -> BackendError:
     kind = type(exc).__name__
     first = (str(exc).strip().splitlines() or [kind])[0]
     first = first.replace("litellm.", "")[:300]
+    if "ContextWindowExceeded" in kind:
+        return ContextOverflow(f"{kind}: {first}", hint=_HINTS["ContextWindowExceededError"])
     for name, hint in _HINTS.items():
         if name in kind:
             return BackendError(f"{kind}: {first}", retryable=False, hint=hint)

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from fllm_cli.errors import BackendError, UsageError
+from fllm_cli.errors import BackendError, ContextOverflow, UsageError
 from fllm_cli.llm.base import (
     ChoiceRequest,
     ChoiceResult,
@@ -139,7 +139,7 @@ _LOADED: dict[str, _Loaded] = {}
 
 
 def _context_size() -> int:
-    raw = os.environ.get("FLLM_LOCAL_CTX", "4096")
+    raw = os.environ.get("FLLM_LOCAL_CTX", "8192")  # what SmolLM2 was trained on
     if not raw.isdigit() or int(raw) < 256:
         raise UsageError(f"FLLM_LOCAL_CTX must be an integer >= 256, got '{raw}'")
     return int(raw)
@@ -216,7 +216,7 @@ class _Engine:
     def prime(self, tokens: list[int]) -> np.ndarray:
         """Evaluate ``tokens`` reusing the longest cached prefix; return next-token log-probs."""
         if len(tokens) >= self.n_ctx:
-            raise BackendError(
+            raise ContextOverflow(
                 f"prompt has {len(tokens)} tokens, the local context holds {self.n_ctx}",
                 hint="set FLLM_LOCAL_CTX higher (SmolLM2 was trained on 8192)",
             )

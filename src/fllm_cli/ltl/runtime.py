@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fllm_cli.errors import UsageError
+from fllm_cli.errors import ContextOverflow, UsageError
 from fllm_cli.llm.base import ChoiceRequest, GenerateRequest, Model, Usage
 from fllm_cli.ltl.automaton import Automaton
 from fllm_cli.ltl.environment import Environment
@@ -43,7 +43,7 @@ class Step:
     state: str
     tag: str
     text: str = ""
-    source: str = "model"  # model | env | choice
+    source: str = "model"  # model | env | choice | forced (nothing written: the run is closing)
     tag_forced: bool = True
     notes: list[str] = field(default_factory=list)
 
@@ -138,6 +138,7 @@ class AgentRunner:
         self.header = header
         self.tool_names = tool_names
         self.budget = budget or Budget()
+        self.closing = False
         self.observer = observer or Observer()
         self.matcher = TagMatcher(spec)
         self.steps: list[Step] = []
@@ -192,6 +193,10 @@ class AgentRunner:
         moves = self.automaton.moves(node)
         if not moves:
             return moves
+        if self.closing:  # the context window is full: finish by the shortest way
+            if node in self.automaton.accepting:
+                return ()
+            return (self.automaton.shortest_completion(node)[0],)
         left = self.budget.max_steps - len(self.steps)
         fits = tuple(m for m in moves if self._after(node, m) + 1 <= left)
         if not fits:  # out of steps: stop if we may, else take the shortest completion
@@ -297,13 +302,26 @@ class AgentRunner:
         step.text = options[index]
 
     def _fill_model(self, step: Step) -> str | None:
+        if self.closing:
+            step.source = "forced"
+            step.text = ""
+            return None
         request = GenerateRequest(
             prompt=self._context(with_open_tag=True),
             stop=self._stops(),
             max_tokens=self.budget.max_tokens,
             kind="agent-state",
         )
-        generation = self.model.generate(request)
+        try:
+            generation = self.model.generate(request)
+        except ContextOverflow:
+            # Like a spent budget: the transcript cannot grow, so close it validly.
+            self.closing = True
+            self.stats.budget_hit = self.stats.budget_hit or "context window"
+            step.source = "forced"
+            step.text = ""
+            step.notes.append("the model's context window is full; closing the run")
+            return None
         self.stats.generate_calls += 1
         self.stats.model_calls += generation.calls
         self.stats.usage.add(generation.usage)
