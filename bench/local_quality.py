@@ -27,7 +27,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = Path(
-    os.environ.get("FLLM_OPENAGI_REF", "/work/shared/data/openagi/train_reference.jsonl")
+    os.environ.get(
+        "FLLM_OPENAGI_REF", str(ROOT / "tests" / "data" / "openagi_train_reference.jsonl")
+    )
 )
 MODES = ("raw", "calibrated", "text")
 
