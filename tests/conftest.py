@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -23,6 +25,21 @@ os.environ.pop("FLLM_MODEL", None)
 def openagi() -> str:
     """Path of the shipped OpenAGI domain."""
     return str(ROOT / "domains" / "openagi.yaml")
+
+
+def run_fllm(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 180
+) -> tuple[int, str, str]:
+    """Run the real console entry point in a subprocess; return (code, stdout, stderr)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "fllm_cli", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 def load_tasks() -> list[dict]:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from fllm_cli.cli.app import app
+from tests.conftest import run_fllm
 
 runner = CliRunner()
 TASK = "Given noisy grayscale image, how to return the caption in German step by step?"
@@ -17,14 +16,7 @@ TASK = "Given noisy grayscale image, how to return the caption in German step by
 
 def fllm(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
     """Run the real console entry point in a subprocess; return (code, stdout, stderr)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "fllm_cli", *args],
-        capture_output=True,
-        text=True,
-        input=stdin,
-        timeout=120,
-    )
-    return proc.returncode, proc.stdout, proc.stderr
+    return run_fllm(*args, stdin=stdin, timeout=120)
 
 
 def test_json_plan_is_written_atomically_and_verifies(tmp_path: Path, openagi: str) -> None:

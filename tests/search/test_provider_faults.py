@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_fllm
+
 TASK = "Given noisy grayscale image, how to return the caption in German step by step?"
 
 
@@ -75,37 +77,28 @@ def stub() -> Iterator[Stub]:
 
 def plan(stub: Stub, openagi: str, *extra: str) -> tuple[int, str, str]:
     port = stub.server_address[1]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fllm_cli",
-            "plan",
-            openagi,
-            TASK,
-            "--input",
-            "image",
-            "--output",
-            "text",
-            "--model",
-            "openai/stub",
-            "--api-base",
-            f"http://127.0.0.1:{port}/v1",
-            "--no-cache",
-            "--retries",
-            "2",
-            "--timeout",
-            "5",
-            "-f",
-            "json",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**__import__("os").environ, "OPENAI_API_KEY": "sk-test"},
+    return run_fllm(
+        "plan",
+        openagi,
+        TASK,
+        "--input",
+        "image",
+        "--output",
+        "text",
+        "--model",
+        "openai/stub",
+        "--api-base",
+        f"http://127.0.0.1:{port}/v1",
+        "--no-cache",
+        "--retries",
+        "2",
+        "--timeout",
+        "5",
+        "-f",
+        "json",
+        *extra,
+        env={"OPENAI_API_KEY": "sk-test"},
     )
-    return proc.returncode, proc.stdout, proc.stderr
 
 
 def test_rate_limits_and_5xx_are_retried(stub: Stub, openagi: str, tmp_path: Path) -> None:
