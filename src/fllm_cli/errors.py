@@ -62,6 +62,16 @@ class BudgetExceeded(FllmError):
     """A planning budget (LLM calls, backtracks, steps, cost) ran out."""
 
 
+class TimeBudgetExceeded(BudgetExceeded):
+    """A run's wall-clock budget ran out; ``stage`` says where it was."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, hint: str | None = None, stage: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.stage = stage
+
+
 class BackendError(FllmError):
     """A model provider failed; ``retryable`` says whether retrying may help."""
 
@@ -76,3 +86,8 @@ class ContextOverflow(BackendError):
 
 class TraceMismatch(FllmError):
     """A replayed run asked a prompt that differs from the recording."""
+
+
+class SandboxUnavailable(FllmError):
+    """The machine cannot isolate generated code (seccomp or Landlock missing) and the caller
+    did not opt in to running it without that isolation."""

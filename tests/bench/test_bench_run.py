@@ -108,7 +108,7 @@ def test_few_shot_needs_examples(openagi: str, tasks_file: str) -> None:
 def test_random_model_baselines_report_no_plan(openagi: str, tasks_file: str) -> None:
     opts = BenchOptions(openagi, tasks_file, ["formal", "zero-shot"], model="random:1")
     run = run_bench(opts)
-    assert run.report["summary"]["formal"]["valid_pct"] == 100.0
+    assert run.report["summary"]["formal"]["valid_rate"] == 1.0
     zero = by_strategy(run, "zero-shot")
     assert all(r["error"] == "model produced no plan" for r in zero)
 
@@ -139,12 +139,12 @@ def test_summary_numbers() -> None:
             row(True, 6, 10.0, None),
         ]
     )
-    assert s["tasks"] == 4 and s["valid"] == 3 and s["valid_pct"] == 75.0
+    assert s["tasks"] == 4 and s["valid"] == 3 and s["valid_rate"] == 0.75
     assert s["mean_llm_calls"] == 3.0 and s["mean_forced_moves"] == 2.0
     assert s["mean_backtracks"] == 1.0 and s["fallbacks"] == 4
     assert s["tokens"] == 60 and s["cost_usd"] == 0.04
     assert s["mean_seconds"] == 4.0 and s["p95_seconds"] == 10.0
-    assert s["with_reference"] == 2 and s["f1"] == 0.5 and s["exact_pct"] == 50.0
+    assert s["with_reference"] == 2 and s["f1"] == 0.5 and s["exact_rate"] == 0.5
 
 
 def strip_times(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -282,3 +282,20 @@ def test_cli_bad_strategy_is_one_line(openagi: str, tasks_file: str) -> None:
     result = CliRunner().invoke(app, ["bench", openagi, tasks_file, "--strategy", "fromal"])
     assert isinstance(result.exception, UsageError)
     assert "did you mean 'formal'" in result.exception.one_line()
+
+
+def test_report_versions_rates_and_old_reports(
+    tmp_path: Path, openagi: str, tasks_file: str
+) -> None:
+    from fllm_cli.bench import report as rep
+
+    run = run_bench(BenchOptions(openagi, tasks_file), pool=scripted_pool(first_option)).report
+    assert run["fllm_bench"] == 2
+    summary = run["summary"]["formal"]
+    assert "valid_pct" not in summary and 0.0 <= summary["valid_rate"] <= 1.0
+    old = {**run, "fllm_bench": 1}
+    (tmp_path / "v1.json").write_text(json.dumps(old), encoding="utf-8")
+    assert rep.load_previous(str(tmp_path / "v1.json"))["fllm_bench"] == 1
+    (tmp_path / "v9.json").write_text(json.dumps({**run, "fllm_bench": 9}), encoding="utf-8")
+    with pytest.raises(UsageError, match="version 9"):
+        rep.load_previous(str(tmp_path / "v9.json"))

@@ -80,5 +80,6 @@ def test_missing_spec_file(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     result = run_cli(capsys, monkeypatch, ["validate", "nope.yaml"])
-    assert result.code == 1
-    assert diagnostic_lines(result.out) == ["nope.yaml: error: no such file"]
+    # A file that cannot be read is a misuse of the command, not an invalid spec.
+    assert result.code == 2
+    assert result.err.strip() == "error: no such spec file: 'nope.yaml'"

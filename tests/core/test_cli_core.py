@@ -257,9 +257,7 @@ def test_render_pda_default_task_uses_generic_start(cli) -> None:  # type: ignor
 def test_render_pda_bad_format(cli) -> None:  # type: ignore[no-untyped-def]
     result = cli(["render-pda", OPENAGI, "-f", "svg"])
     assert result.code == 2
-    assert (
-        result.err.strip() == "error: unknown --format 'svg' (choose table, dot, mermaid or json)"
-    )
+    assert result.err.strip() == "error: unknown --format 'svg' (choose rich, dot, mermaid, json)"
 
 
 def test_render_pda_unknown_output_modality(cli) -> None:  # type: ignore[no-untyped-def]

@@ -128,7 +128,7 @@ def test_agent_json_and_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]
             ["agent", REACT, "q", "--tools", "calculater"],
             "unknown tool 'calculater' (did you mean 'calculator'?)",
         ),
-        (["agent", REACT, "q", "--format", "xml"], "unknown format 'xml'"),
+        (["agent", REACT, "q", "--format", "xml"], "unknown --format 'xml'"),
         (["agent", REACT], "needs a QUESTION"),
         (["check-trace", REACT, "missing.txt"], "no such file: 'missing.txt'"),
     ],

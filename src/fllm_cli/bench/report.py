@@ -10,12 +10,14 @@ from rich.table import Table
 
 from fllm_cli.errors import UsageError
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2
+# Version 1 differs only in its summary (percentages), which a resumed run recomputes.
+READABLE_VERSIONS = (1, 2)
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("strategy", "strategy"),
     ("tasks", "tasks"),
-    ("valid_pct", "% valid"),
+    ("valid_rate", "% valid"),
     ("mean_llm_calls", "LLM calls"),
     ("mean_forced_moves", "forced"),
     ("mean_backtracks", "backtracks"),
@@ -30,7 +32,7 @@ REF_COLUMNS: tuple[tuple[str, str], ...] = (
     ("precision", "P"),
     ("recall", "R"),
     ("f1", "F1"),
-    ("exact_pct", "exact %"),
+    ("exact_rate", "exact %"),
 )
 
 
@@ -50,6 +52,11 @@ def load_previous(path: str) -> dict[str, Any]:
         or not isinstance(doc.get("results"), list)
     ):
         raise UsageError(f"'{path}' is not an fllm bench report")
+    if doc["fllm_bench"] not in READABLE_VERSIONS:
+        raise UsageError(
+            f"'{path}' is a version {doc['fllm_bench']} bench report; this fllm reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}"
+        )
     return doc
 
 
@@ -64,8 +71,8 @@ def fmt_value(key: str, value: Any) -> str:
         return "–"
     if key == "cost_usd":
         return f"{value:.4f}"
-    if key in ("valid_pct", "exact_pct"):
-        return f"{value:.1f}"
+    if key in ("valid_rate", "exact_rate"):
+        return f"{100 * value:.1f}"  # stored as a fraction, shown as a percentage
     if key in ("precision", "recall", "f1"):
         return f"{value:.3f}"
     if key in ("mean_seconds", "p95_seconds"):

@@ -68,7 +68,7 @@ def summarize_one(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "tasks": n,
         "valid": valid,
-        "valid_pct": round(100 * valid / n, 1) if n else 0.0,
+        "valid_rate": round(valid / n, 4) if n else 0.0,
         "mean_llm_calls": _mean(totals["llm_calls"], n),
         "mean_choice_points": _mean(totals["choice_points"], n),
         "mean_forced_moves": _mean(totals["forced_moves"], n),
@@ -85,7 +85,7 @@ def summarize_one(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if scored:
         for key in ("precision", "recall", "f1"):
             out[key] = round(sum(s[key] for s in scored) / len(scored), 4)
-        out["exact_pct"] = round(100 * sum(1 for s in scored if s["exact"]) / len(scored), 1)
+        out["exact_rate"] = round(sum(1 for s in scored if s["exact"]) / len(scored), 4)
     return out
 
 

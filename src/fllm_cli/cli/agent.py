@@ -8,21 +8,33 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from fllm_cli.cli.common import read_text_arg, stderr_console, stdout_console, write_atomic
 from fllm_cli.cli.options import (
+    DEFAULT_RETRIES,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT,
     ApiBaseOpt,
+    MaxSecondsOpt,
     ModelOpt,
     NoCacheOpt,
+    OutOpt,
+    QuietOpt,
     RetriesOpt,
     TemperatureOpt,
     TimeoutOpt,
+    check_format,
+    format_option,
     model_options,
+    renamed,
 )
+from fllm_cli.cli.progress import LiveStatus
 from fllm_cli.errors import UsageError
 from fllm_cli.ltl.runtime import Budget, Observer, Step
 
 RUN_FORMATS = ("rich", "json", "transcript")
+CHECK_FORMATS = ("rich", "json")
 
 
 class _Recorder(Observer):
@@ -94,11 +106,12 @@ def agent_command(
         None, "--examples", help="Few-shot examples file (e.g. prompts/react_examples.txt)."
     ),
     shots: int = typer.Option(None, "--shots", min=0, help="Use only the first N examples."),
-    max_steps: int = typer.Option(
-        50, "--max-steps", min=1, help="Most states in a run (the closing path included)."
+    max_states: int = typer.Option(
+        50, "--max-states", min=1, help="Most states in a run (the closing path included)."
     ),
+    max_steps: int | None = typer.Option(None, "--max-steps", min=1, hidden=True),
     max_loops: int = typer.Option(
-        None, "--max-loops", min=1, help="Most visits of the start state (the paper used 3)."
+        3, "--max-loops", min=1, help="Most visits of the start state (the paper's 3)."
     ),
     max_tokens: int = typer.Option(
         256, "--max-tokens", min=1, help="Most tokens the model writes per state."
@@ -109,29 +122,32 @@ def agent_command(
     expected: str = typer.Option(
         None, "--expected", help="Expected answer, for an Evaluator state (Reflexion)."
     ),
-    fmt: str = typer.Option("rich", "--format", "-f", help="rich | json | transcript"),
+    fmt: str = format_option(RUN_FORMATS),
+    out_file: OutOpt = None,
     trace: str = typer.Option(
         None, "--trace", help="Write every model call, choice and tool run as JSONL."
     ),
     api_base: ApiBaseOpt = None,
-    temperature: TemperatureOpt = 0.0,
-    timeout: TimeoutOpt = 60.0,
-    retries: RetriesOpt = 4,
+    temperature: TemperatureOpt = DEFAULT_TEMPERATURE,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
+    max_seconds: MaxSecondsOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run an agent whose behaviour is an LTL formula; every transcript satisfies it."""
     from fllm_cli.llm.registry import make_model
     from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
     from fllm_cli.ltl.output import bare_transcript, legend, stats_line, to_json
 
-    if fmt not in RUN_FORMATS:
-        raise UsageError(f"unknown format '{fmt}'; use one of {', '.join(RUN_FORMATS)}")
+    fmt = check_format(fmt, RUN_FORMATS, {"text": "transcript"})
+    states = renamed(max_states, max_steps, "--max-states", "--max-steps", quiet)
     agent_spec, _ = load_agent(spec)
     has_user = any(s.env_input and "user" in s.name.lower() for s in agent_spec.states)
     if not question and not has_user:
         raise UsageError(f"agent '{agent_spec.name}' needs a QUESTION argument")
     out = stdout_console()
-    live = out if fmt == "rich" else None
+    live = out if fmt == "rich" and not quiet else None
     recorder = _Recorder(live, echo_user=not sys.stdin.isatty())
     options = AgentOptions(
         tools=_split_names(tools),
@@ -139,24 +155,37 @@ def agent_command(
         corpus=corpus,
         examples=examples,
         shots=shots,
-        budget=Budget(max_steps, max_loops, max_tokens, max_stop),
+        budget=Budget(states, max_loops, max_tokens, max_stop),
         expected=expected,
     )
-    backend = make_model(model, model_options(api_base, temperature, timeout, retries, no_cache))
+    # An agent that talks with the user reads the terminal; a status line would fight it.
+    status = LiveStatus("agent", enabled=not quiet and not has_user)
+    backend = status.observe(
+        make_model(model, model_options(api_base, temperature, timeout, retries, no_cache)),
+        max_seconds,
+    )
     try:
         if live is not None:
             live.print(legend())
             if question:
-                live.print(f"Question: {question}", style="bold")
-        run = run_agent(
-            spec, question, backend, options, recorder, _reader(live or stderr_console())
-        )
+                live.print(Text(f"Question: {question}", style="bold"))
+        with status:
+            run = run_agent(
+                spec, question, backend, options, recorder, _reader(live or stderr_console())
+            )
     finally:
         backend.close()
     if trace:
         summary = {"event": "run", **{k: v for k, v in to_json(run).items() if k != "steps"}}
         lines = [json.dumps(r, ensure_ascii=False) for r in [*recorder.records, summary]]
         write_atomic(trace, "\n".join(lines) + "\n")
+    if out_file:
+        body = bare_transcript(run) if fmt == "transcript" else None
+        write_atomic(
+            out_file, body or json.dumps(to_json(run), indent=2, ensure_ascii=False) + "\n"
+        )
+    if quiet:
+        return
     if fmt == "json":
         print(json.dumps(to_json(run), indent=2, ensure_ascii=False))
     elif fmt == "transcript":
@@ -164,7 +193,7 @@ def agent_command(
     else:
         out.print()
         answer = run.answer if run.answer is not None else "(none)"
-        out.print(f"[bold]answer:[/] {answer}", highlight=False)
+        out.print(Text.assemble(("answer:", "bold"), " ", answer), highlight=False)
         state = "reached the final state" if run.reached_final else f"ended by the {run.ended_by}"
         out.print(
             f"[dim]{run.agent}: {state}; {stats_line(run)}[/]", highlight=False, soft_wrap=True
@@ -182,20 +211,21 @@ def check_trace_command(
     tools: str = typer.Option(
         None, "--tools", help="Tool names allowed in states restricted to tools."
     ),
-    fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
+    fmt: str = format_option(CHECK_FORMATS),
+    out_file: OutOpt = None,
+    quiet: QuietOpt = False,
 ) -> int:
     """Check that transcripts follow an agent spec; report the first violation of each example."""
     from fllm_cli.ltl.api import load_agent
     from fllm_cli.ltl.trace import check_transcript
 
-    if fmt not in ("text", "json"):
-        raise UsageError(f"unknown format '{fmt}'; use text or json")
+    fmt = check_format(fmt, CHECK_FORMATS, {"text": "rich"})
     agent_spec, automaton = load_agent(spec)
     text = read_text_arg(file)
     tool_names = tuple(_split_names(tools)) if tools else None
     results = check_transcript(agent_spec, automaton, text, split or None, tool_names)
     failed = [r for r in results if not r.ok]
-    if fmt == "json":
+    if fmt == "json" or out_file:
         data = [
             {
                 "line": r.line,
@@ -211,7 +241,12 @@ def check_trace_command(
             }
             for r in results
         ]
-        print(json.dumps({"file": file, "examples": data, "ok": not failed}, indent=2))
+        text = json.dumps({"file": file, "examples": data, "ok": not failed}, indent=2) + "\n"
+        if out_file:
+            write_atomic(out_file, text)
+        if fmt == "json" and not quiet:
+            sys.stdout.write(text)
+    if fmt == "json" or quiet:
         return 1 if failed else 0
     out = stdout_console()
     for number, r in enumerate(results, 1):
@@ -239,11 +274,11 @@ def check_trace_command(
 
 def register(app: typer.Typer) -> None:
     """Add ``agent`` and ``check-trace`` to the CLI."""
-    app.command("agent", no_args_is_help=True)(agent_command)
+    app.command("agent")(agent_command)
 
     def _check(*args: Any, **kwargs: Any) -> None:
         raise typer.Exit(check_trace_command(*args, **kwargs))
 
     import functools
 
-    app.command("check-trace", no_args_is_help=True)(functools.wraps(check_trace_command)(_check))
+    app.command("check-trace")(functools.wraps(check_trace_command)(_check))

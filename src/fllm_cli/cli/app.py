@@ -6,12 +6,13 @@ import importlib
 import importlib.util
 import os
 import sys
+from typing import Any
 
-import click
 import typer
+from rich.markup import escape
 
 from fllm_cli import __version__
-from fllm_cli.cli.common import report_error, stderr_console
+from fllm_cli.cli.common import report_error, report_usage, stderr_console
 from fllm_cli.errors import FllmError
 
 app = typer.Typer(
@@ -57,40 +58,95 @@ for _name in COMMAND_MODULES:
         importlib.import_module(_name).register(app)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the CLI; every FllmError becomes a one-line message and an exit code."""
+def _family(exc: BaseException) -> set[str]:
+    """Return the class names in ``exc``'s ancestry.
+
+    typer has carried click's exceptions under several module paths (click itself, and since
+    0.29 its own copy), so the funnel recognises them by name, not by one import.
+    """
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def usage_line(exc: Any) -> str:
+    """Return one line for a command-line misuse, naming the command and pointing to --help."""
+    ctx = getattr(exc, "ctx", None)
+    command = getattr(ctx, "command_path", None) or "fllm"
     try:
-        result = app(args=argv, standalone_mode=False)
+        message = exc.format_message()
+    except Exception:
+        message = str(exc)
+    message = " ".join(str(message).split()).rstrip(".")
+    message = message.replace(" (Possible options:", " (possible options:")
+    if message[:1].isupper() and message[1:2].islower():
+        message = message[0].lower() + message[1:]
+    return f"{command}: {message} (see '{command} --help')"
+
+
+def _internal(exc: BaseException) -> int:
+    if os.environ.get("FLLM_DEBUG"):
+        raise exc
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        where = f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+    stderr_console().print(
+        f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))}{where} "
+        "(a bug in fllm; set FLLM_DEBUG=1 for the traceback and please report it)",
+        markup=True,
+        highlight=False,
+        soft_wrap=True,
+    )
+    return 70
+
+
+def _click_outcome(exc: BaseException) -> int | None:
+    """Map an exception of click's family to an exit code (after printing), else None."""
+    names = _family(exc)
+    if "NoArgsIsHelpError" in names:
+        # A bare command: its help is what the user needs; still a misuse, so exit 2. (Rich help
+        # is printed while the exception is made; plain help comes back as its message.)
+        text = str(getattr(exc, "message", "") or "")
+        if text.strip():
+            sys.stderr.write(text.rstrip("\n") + "\n")
+        return 2
+    if "UsageError" in names:
+        report_usage(usage_line(exc))
+        return 2
+    if "Abort" in names:
+        stderr_console().print("[red]interrupted[/]")
+        return 130
+    if "Exit" in names and hasattr(exc, "exit_code"):
+        return int(exc.exit_code or 0)
+    if "ClickException" in names:
+        report_usage(" ".join(str(getattr(exc, "message", exc)).split()))
+        return int(getattr(exc, "exit_code", 1) or 1)
+    return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; every error becomes a one-line message and an exit code."""
+    try:
+        result = app(args=argv, standalone_mode=False, prog_name="fllm")
     except FllmError as error:
         sys.exit(report_error(error))
-    except click.exceptions.Abort:
-        stderr_console().print("[red]interrupted[/]")
-        sys.exit(130)
     except KeyboardInterrupt:
         stderr_console().print("[red]interrupted[/]")
         sys.exit(130)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
     except BrokenPipeError:
+        _quiet_broken_pipe()
         sys.exit(0)
     except Exception as exc:
-        if os.environ.get("FLLM_DEBUG"):
-            raise
-        where = ""
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next
-        if tb is not None:
-            where = f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
-        stderr_console().print(
-            f"[bold red]internal error:[/] {type(exc).__name__}: {exc}{where} "
-            "(a bug in fllm; set FLLM_DEBUG=1 for the traceback and please report it)",
-            markup=True,
-            highlight=False,
-            soft_wrap=True,
-        )
-        sys.exit(70)
+        code = _click_outcome(exc)
+        sys.exit(code if code is not None else _internal(exc))
     sys.exit(result if isinstance(result, int) else 0)
+
+
+def _quiet_broken_pipe() -> None:
+    """Stop Python from complaining again when it flushes a closed stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

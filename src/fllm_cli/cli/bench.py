@@ -16,12 +16,19 @@ from fllm_cli.bench import report as rep
 from fllm_cli.bench.core import BenchOptions, BenchRun, parse_strategies, run_bench
 from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
 from fllm_cli.cli.options import (
+    DEFAULT_RETRIES,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT,
     ApiBaseOpt,
     ModelOpt,
     NoCacheOpt,
+    OutOpt,
+    QuietOpt,
     RetriesOpt,
     TemperatureOpt,
     TimeoutOpt,
+    check_format,
+    format_option,
     model_options,
 )
 from fllm_cli.errors import UsageError
@@ -49,10 +56,8 @@ def bench(
     concurrency: int = typer.Option(
         1, "--concurrency", "-j", min=1, max=64, help="Tasks run at once."
     ),
-    out_file: str | None = typer.Option(None, "-o", "--out", help="Write the JSON report to FILE."),
-    fmt: str = typer.Option(
-        "rich", "--format", "-f", help="Summary on stdout: rich, markdown or json."
-    ),
+    out_file: OutOpt = None,
+    fmt: str = format_option(FORMATS),
     resume: str | None = typer.Option(
         None, "--resume", help="Continue REPORT.json, skipping finished pairs."
     ),
@@ -61,9 +66,9 @@ def bench(
     ),
     strict: bool = typer.Option(False, "--strict", help="A bad task line is fatal."),
     api_base: ApiBaseOpt = None,
-    temperature: TemperatureOpt = 0.0,
-    timeout: TimeoutOpt = 60.0,
-    retries: RetriesOpt = 4,
+    temperature: TemperatureOpt = DEFAULT_TEMPERATURE,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
     max_llm_calls: int | None = typer.Option(
         None, "--max-llm-calls", min=0, help="Model calls per plan."
@@ -72,15 +77,14 @@ def bench(
     max_cost: float | None = typer.Option(
         None, "--max-cost", min=0.0, help="Stop, keeping what is done, past this total USD."
     ),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    quiet: QuietOpt = False,
 ) -> None:
     """Benchmark formal (automaton-guided) planning against zero- and few-shot free-text plans.
 
     Every plan is checked with the same verifier as `fllm verify`. Ctrl-C or --max-cost keep
     what is done: the report is written with "partial": true, and --resume continues it.
     """
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown --format '{fmt}' (choose {', '.join(FORMATS)})")
+    fmt = check_format(fmt, FORMATS)
     out_path = out_file or resume
     opts = BenchOptions(
         spec=spec,
@@ -102,13 +106,15 @@ def bench(
     progress, on_result, on_start = _progress(not quiet)
     with progress:
         run = run_bench(opts, on_result=on_result, on_start=on_start)
-    _warn_bad_lines(run)
+    if not quiet:
+        _warn_bad_lines(run)
     if out_path:
         write_atomic(out_path, rep.dumps(run.report))
     if record:
         _write_records(record, run.records, keep=bool(resume))
-    _emit(run, fmt)
-    _finish_note(run, out_path)
+    if not quiet:
+        _emit(run, fmt)
+    _finish_note(run, out_path, quiet)
 
 
 def _progress(enabled: bool) -> tuple[AbstractContextManager[Any], Any, Any]:
@@ -167,10 +173,14 @@ def _emit(run: BenchRun, fmt: str, console: Console | None = None) -> None:
         (console or stdout_console()).print(rep.rich_table(run.report))
 
 
-def _finish_note(run: BenchRun, out_path: str | None) -> None:
+def _finish_note(run: BenchRun, out_path: str | None, quiet: bool) -> None:
     """Say where the report went and whether it is partial."""
     console = stderr_console()
     report = run.report
+    if quiet:
+        if report.get("stopped") == "interrupted":
+            raise typer.Exit(130)
+        return
     if out_path:
         console.print(f"report written to {out_path}", highlight=False)
     if report["partial"]:

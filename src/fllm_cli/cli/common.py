@@ -2,20 +2,41 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from fllm_cli.errors import FllmError, UsageError
 from fllm_cli.textio import read_text
 
+# Off a terminal nothing is squeezed to 80 columns: tables and trees keep their natural width.
+PIPE_WIDTH = 100_000
+
 
 def stdout_console() -> Console:
-    """Return the console for results (plain when piped, width from the terminal)."""
-    return Console(highlight=False, soft_wrap=False)
+    """Return the console for results: the terminal's width, or natural width when piped.
+
+    Colour follows rich's rules: off when piped, ``NO_COLOR`` turns it off, ``FORCE_COLOR`` on.
+    """
+    console = Console(highlight=False, soft_wrap=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, soft_wrap=False, width=PIPE_WIDTH)
+    return console
+
+
+def plain_text(renderable: Any) -> str:
+    """Return a rich renderable as plain text at its natural width (for files)."""
+    console = Console(
+        file=io.StringIO(), width=PIPE_WIDTH, no_color=True, highlight=False, record=True
+    )
+    console.print(renderable)
+    return "\n".join(line.rstrip() for line in console.export_text().splitlines()) + "\n"
 
 
 def stderr_console() -> Console:
@@ -27,9 +48,20 @@ def report_error(error: FllmError, console: Console | None = None) -> int:
     """Print ``error: ...`` on one line to stderr and return the exit code."""
     console = console or stderr_console()
     console.print(
-        f"[bold red]error:[/] {error.one_line()}", markup=True, highlight=False, soft_wrap=True
+        f"[bold red]error:[/] {escape(error.one_line())}",
+        markup=True,
+        highlight=False,
+        soft_wrap=True,
     )
     return error.exit_code
+
+
+def report_usage(line: str, console: Console | None = None) -> None:
+    """Print a command-line misuse as ``error: ...`` on one line to stderr."""
+    console = console or stderr_console()
+    console.print(
+        f"[bold red]error:[/] {escape(line)}", markup=True, highlight=False, soft_wrap=True
+    )
 
 
 def write_atomic(path: str | Path, text: str) -> None:

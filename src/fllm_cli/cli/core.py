@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.tree import Tree
 
 from fllm_cli import api
 from fllm_cli.automaton import render as pda_render
 from fllm_cli.automaton.explicit import ExplicitPDA
 from fllm_cli.automaton.pda import pda_from_grammar
-from fllm_cli.cli.common import read_text_arg, stderr_console, stdout_console
+from fllm_cli.cli.common import (
+    plain_text,
+    read_text_arg,
+    stderr_console,
+    stdout_console,
+    write_atomic,
+)
+from fllm_cli.cli.options import OutOpt, check_format, format_option
 from fllm_cli.diagnostics import Diagnostic, sort_key
-from fllm_cli.errors import UsageError
 from fllm_cli.grammar.compile import domain_grammar
 from fllm_cli.plan.document import build_document, step_lines
 from fllm_cli.plan.model import Derivation, TreeNode
@@ -23,11 +32,14 @@ from fllm_cli.resources import resolve_spec_path
 from fllm_cli.search.automaton_prompting import parse_var_options, plan_steps
 from fllm_cli.spec.check import check_domain
 from fllm_cli.spec.load import load_domain, read_domain
+from fllm_cli.textio import read_text
 
 INPUT_HELP = (
     "A task input: MODALITY or NAME=MODALITY (repeatable), e.g. --input image --input query=text."
 )
 OUTPUT_HELP = "The modality the task must produce, e.g. --output text."
+PDA_FORMATS = ("rich", "dot", "mermaid", "json")
+VERIFY_FORMATS = ("rich", "text", "json")
 
 
 def _module(name: str) -> Any | None:
@@ -80,18 +92,58 @@ def diagnose(path: str) -> tuple[list[Diagnostic], str]:
     return diags, summary
 
 
+VALIDATE_FORMATS = ("rich", "json")
+
+
+def _diag_json(d: Diagnostic) -> dict[str, Any]:
+    loc = d.location
+    return {
+        "severity": d.severity,
+        "message": d.message,
+        "path": loc.path if loc else None,
+        "line": loc.line if loc else None,
+        "col": loc.col if loc else None,
+    }
+
+
 def validate(
     specs: list[str] = typer.Argument(..., metavar="SPEC...", help="Spec files to check."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only errors and warnings."),
+    fmt: str = format_option(VALIDATE_FORMATS),
+    out_file: OutOpt = None,
 ) -> None:
     """Check spec files without calling any model; report every problem with its location.
 
     Exit 0 when no file has an error (warnings allowed), 1 otherwise.
     """
-    out = stdout_console()
-    failed = False
+    fmt = check_format(fmt, VALIDATE_FORMATS)
     for spec in specs:
-        diags, summary = diagnose(spec)
+        read_text(resolve_spec_path(spec), "spec file")  # unreadable: a misuse (exit 2)
+    checked = [(spec, *diagnose(spec)) for spec in specs]
+    failed = any(d.severity == "error" for _, diags, _ in checked for d in diags)
+    if fmt == "json" or out_file:
+        data = [
+            {
+                "file": spec,
+                "ok": not any(d.severity == "error" for d in diags),
+                "summary": summary,
+                "diagnostics": [_diag_json(d) for d in sorted(diags, key=sort_key)],
+            }
+            for spec, diags, summary in checked
+        ]
+        text = json.dumps({"files": data, "ok": not failed}, indent=2, ensure_ascii=False) + "\n"
+        if out_file:
+            write_atomic(out_file, text)
+        if fmt == "json":
+            sys.stdout.write(text)
+            raise typer.Exit(1 if failed else 0)
+    _print_diagnostics(checked, quiet)
+    raise typer.Exit(1 if failed else 0)
+
+
+def _print_diagnostics(checked: list[tuple[str, list[Diagnostic], str]], quiet: bool) -> None:
+    out = stdout_console()
+    for spec, diags, summary in checked:
         for d in sorted(diags, key=sort_key):
             style = "red" if d.severity == "error" else "yellow"
             out.print(f"[{style}]{d.header()}[/]", soft_wrap=True, markup=True, highlight=False)
@@ -100,7 +152,6 @@ def validate(
                 out.print(excerpt, markup=False, highlight=False, soft_wrap=True)
         errors = sum(d.severity == "error" for d in diags)
         warnings = len(diags) - errors
-        failed = failed or errors > 0
         if not quiet or errors:
             verdict = "[red]invalid[/]" if errors else "[green]ok[/]"
             out.print(
@@ -109,14 +160,14 @@ def validate(
                 highlight=False,
                 soft_wrap=True,
             )
-    raise typer.Exit(1 if failed else 0)
 
 
 def render_pda(
     spec: str = typer.Argument(..., help="Domain or agent spec."),
     inputs: list[str] = typer.Option([], "--input", "-i", help=INPUT_HELP),
     output: str | None = typer.Option(None, "--output", help=OUTPUT_HELP),
-    fmt: str = typer.Option("table", "--format", "-f", help="table, dot, mermaid or json."),
+    fmt: str = format_option(PDA_FORMATS),
+    out_file: OutOpt = None,
     var: list[str] = typer.Option([], "--var", help="A scenario variable: NAME=VALUE."),
 ) -> None:
     """Print the pushdown automaton compiled from a spec.
@@ -124,16 +175,14 @@ def render_pda(
     Transitions are written as in the paper: (input, pop; push). Without --input/--output a tool
     domain is shown for one input of each allowed modality and a start symbol S over the outputs.
     """
-    if fmt not in ("table", "dot", "mermaid", "json"):
-        raise UsageError(f"unknown --format '{fmt}' (choose table, dot, mermaid or json)")
-    out = stdout_console()
+    fmt = check_format(fmt, PDA_FORMATS, {"table": "rich"})
     if _spec_kind(str(resolve_spec_path(spec))) == "agent":
-        ltl = _module("fllm_cli.ltl")
+        ltl: Any = _module("fllm_cli.ltl")
         path = str(resolve_spec_path(spec))
-        if fmt == "table":
-            out.print(ltl.agent_automaton_table(path))  # type: ignore[union-attr]
+        if fmt == "rich":
+            _show(ltl.agent_automaton_table(path), out_file)
         else:
-            typer.echo(ltl.render_agent_automaton(path, fmt), nl=False)  # type: ignore[union-attr]
+            _write_text(ltl.render_agent_automaton(path, fmt), out_file)
         return
     domain = load_domain(spec)
     if domain.kind == "tools" and output is None and not inputs:
@@ -146,15 +195,30 @@ def render_pda(
             variables=parse_var_options(var),
             require_vars=False,
         ).pda
-    if fmt == "table":
-        out.print(pda_render.to_table(pda, f"PDA of {domain.name}"))
+    if fmt == "rich":
+        _show(pda_render.to_table(pda, f"PDA of {domain.name}"), out_file)
     else:
         text = {
             "dot": pda_render.to_dot,
             "mermaid": pda_render.to_mermaid,
             "json": pda_render.to_json,
         }[fmt](pda)
-        typer.echo(text, nl=False)
+        _write_text(text, out_file)
+
+
+def _show(renderable: Any, out_file: str | None) -> None:
+    """Print a rich renderable; with ``-o`` write its plain text to the file as well."""
+    stdout_console().print(renderable)
+    if out_file:
+        write_atomic(out_file, plain_text(renderable))
+
+
+def _write_text(text: str, out_file: str | None) -> None:
+    """Print text as it is; with ``-o`` write it to the file instead."""
+    if out_file:
+        write_atomic(out_file, text)
+    else:
+        sys.stdout.write(text)
 
 
 def _rich_tree(derivation: Derivation) -> Tree:
@@ -201,6 +265,8 @@ def verify(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Print nothing; the exit code says it."
     ),
+    fmt: str = format_option(VERIFY_FORMATS),
+    out_file: OutOpt = None,
     var: list[str] = typer.Option(
         [], "--var", help="A scenario variable: NAME=VALUE. Default: from a plan JSON."
     ),
@@ -210,6 +276,7 @@ def verify(
     Exit 0 and print the derivation tree if it does; exit 1 and name the first failing position
     and the rule or limit it breaks if it does not.
     """
+    fmt = check_format(fmt, VERIFY_FORMATS)
     text = read_text_arg(plan_file)
     shown = "<stdin>" if plan_file == "-" else plan_file
     word, doc = api.read_plan_file(text, shown)
@@ -220,7 +287,7 @@ def verify(
     variables = parse_var_options(var)
     if doc is not None and isinstance(doc.get("vars"), dict):
         variables = {**{str(k): str(v) for k, v in doc["vars"].items()}, **variables}
-    domain_problem = api.compile_problem(
+    problem = api.compile_problem(
         spec,
         inputs=inputs,
         output=output,
@@ -228,42 +295,62 @@ def verify(
         variables=variables,
         require_vars=False,
     )
-    verdict = api.verify(domain_problem, word)
-    out = stdout_console()
-    if not verdict.valid:
-        if doc is None:
-            lines = api.word_line_numbers(text)
-            line = (
-                lines[verdict.position - 1]
-                if 0 < verdict.position <= len(lines)
-                else len(text.splitlines())
-            )
-            where = f"{shown}:{line}:1"
-        else:
-            where = f"{shown}: word position {verdict.position}"
+    verdict = api.verify(problem, word)
+    where = _failure_place(verdict, text, shown, doc) if not verdict.valid else None
+    steps = _verified_steps(problem, verdict) if verdict.valid else []
+    report = {
+        "valid": verdict.valid,
+        "symbols": len(word),
+        "where": where,
+        "reason": None if verdict.valid else verdict.reason,
+        "steps": steps,
+    }
+    if out_file:
+        write_atomic(out_file, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    if not verdict.valid and not quiet:
         stderr_console().print(
-            f"[bold red]invalid plan:[/] {where}: {verdict.reason}", soft_wrap=True
+            f"[bold red]invalid plan:[/] {escape(f'{where}: {verdict.reason}')}", soft_wrap=True
         )
-        raise typer.Exit(1)
-    if quiet:
+    if not quiet:
+        _print_verdict(report, fmt, verdict, spec)
+    raise typer.Exit(0 if verdict.valid else 1)
+
+
+def _failure_place(verdict: Any, text: str, shown: str, doc: dict[str, Any] | None) -> str:
+    """Return ``file:line:1`` (text plans) or ``file: word position N`` (plan JSON)."""
+    if doc is not None:
+        return f"{shown}: word position {verdict.position}"
+    lines = api.word_line_numbers(text)
+    line = (
+        lines[verdict.position - 1]
+        if 0 < verdict.position <= len(lines)
+        else len(text.splitlines())
+    )
+    return f"{shown}:{line}:1"
+
+
+def _verified_steps(problem: Any, verdict: Any) -> list[str]:
+    """Return the execution-order lines of a valid plan."""
+    if verdict.config is not None and isinstance(problem.pda, ExplicitPDA):
+        steps = plan_steps(problem.domain.automaton, problem.pda, verdict.config, problem.vars)
+        return step_lines({"steps": steps}, problem.task)
+    document = build_document(problem.domain, problem.task, verdict.derivation, "")
+    return step_lines(document, problem.task)
+
+
+def _print_verdict(report: dict[str, Any], fmt: str, verdict: Any, spec: str) -> None:
+    if fmt == "json":
+        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         return
-    if verdict.config is not None and isinstance(domain_problem.pda, ExplicitPDA):
-        out.print(f"[green]valid plan[/] ({len(word)} symbols) for {Path(spec).name}")
-        steps = plan_steps(
-            domain_problem.domain.automaton,  # type: ignore[arg-type]
-            domain_problem.pda,
-            verdict.config,
-            domain_problem.vars,
-        )
-        for step in step_lines({"steps": steps}, domain_problem.task):
-            out.print(step, highlight=False)
+    if not verdict.valid:
         return
-    assert verdict.derivation is not None
-    out.print(f"[green]valid plan[/] ({len(word)} symbols) for {Path(spec).name}")
-    out.print(_rich_tree(verdict.derivation))
-    document = build_document(domain_problem.domain, domain_problem.task, verdict.derivation, "")
-    for step in step_lines(document, domain_problem.task):
-        out.print(step, highlight=False)
+    out = stdout_console()
+    if fmt == "rich":
+        out.print(f"[green]valid plan[/] ({report['symbols']} symbols) for {Path(spec).name}")
+        if verdict.derivation is not None:
+            out.print(_rich_tree(verdict.derivation))
+    for step in report["steps"]:
+        out.print(step, highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

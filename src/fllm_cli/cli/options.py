@@ -1,11 +1,19 @@
-"""Model options shared by every command that calls a model, declared once."""
+"""The options every command shares, declared once: model flags, output files, formats, quiet.
+
+The vocabulary is documented in ``docs/cli.md``: ``-o/--out FILE`` is always an output file
+(written atomically), ``-f/--format`` always picks how the result is printed (``rich`` is the
+human view, ``json`` the machine one), ``-q/--quiet`` prints nothing but errors, and each budget
+is named after what it counts.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 
+from fllm_cli.cli.common import stderr_console
+from fllm_cli.errors import UsageError
 from fllm_cli.llm.registry import ModelOptions
 
 MODEL_HELP = (
@@ -14,7 +22,13 @@ MODEL_HELP = (
     "Default: $FLLM_MODEL, else local."
 )
 
-# Optional[...] rather than "X | None": typer reads these annotations at run time on 3.10.
+T = TypeVar("T")
+
+# The defaults of the model flags, in one place.
+DEFAULT_TEMPERATURE = 0.0
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_RETRIES = 4
+
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help=MODEL_HELP)]
 ApiBaseOpt = Annotated[
     str | None,
@@ -28,6 +42,47 @@ RetriesOpt = Annotated[
     int, typer.Option("--retries", min=0, help="Retries on rate limits, timeouts and 5xx.")
 ]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="Print nothing but errors; the exit code tells.")
+]
+OutOpt = Annotated[
+    str | None,
+    typer.Option("--out", "-o", metavar="FILE", help="Also write the result to FILE (atomically)."),
+]
+MaxSecondsOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-seconds",
+        min=1.0,
+        help="Wall-clock budget of the run; no model call starts after it (exit 3).",
+    ),
+]
+
+
+def format_option(choices: tuple[str, ...], default: str = "rich") -> Any:
+    """Return the ``-f/--format`` option for a command printing one of ``choices``."""
+    return typer.Option(default, "--format", "-f", help=" | ".join(choices) + ".")
+
+
+def check_format(
+    value: str, choices: tuple[str, ...], aliases: dict[str, str] | None = None
+) -> str:
+    """Return the canonical format name, or raise a usage error naming the choices."""
+    value = (aliases or {}).get(value, value)
+    if value not in choices:
+        raise UsageError(f"unknown --format '{value}' (choose {', '.join(choices)})")
+    return value
+
+
+def renamed(new_value: T, old_value: T | None, new: str, old: str, quiet: bool = False) -> T:
+    """Merge a renamed option with its hidden old spelling (kept for one release)."""
+    if old_value is None:
+        return new_value
+    if not quiet:
+        stderr_console().print(
+            f"note: {old} is now {new}; the old name will be removed", highlight=False
+        )
+    return old_value
 
 
 def model_options(
@@ -39,6 +94,8 @@ def model_options(
     max_cost: float | None = None,
 ) -> ModelOptions:
     """Bundle the shared flags."""
+    if api_base is not None and not api_base.strip():
+        raise UsageError("--api-base is empty")
     return ModelOptions(
         api_base=api_base,
         temperature=temperature,

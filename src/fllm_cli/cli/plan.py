@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import nullcontext
 from typing import Any
 
 import typer
@@ -13,14 +12,24 @@ from fllm_cli import api
 from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
 from fllm_cli.cli.core import INPUT_HELP, OUTPUT_HELP, _rich_tree
 from fllm_cli.cli.options import (
+    DEFAULT_RETRIES,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT,
     ApiBaseOpt,
+    MaxSecondsOpt,
     ModelOpt,
     NoCacheOpt,
+    OutOpt,
+    QuietOpt,
     RetriesOpt,
     TemperatureOpt,
     TimeoutOpt,
+    check_format,
+    format_option,
     model_options,
+    renamed,
 )
+from fllm_cli.cli.progress import LiveStatus
 from fllm_cli.errors import FllmError, UsageError
 from fllm_cli.llm.registry import ModelOptions, make_model, resolve_model_name
 from fllm_cli.plan.document import step_lines
@@ -55,22 +64,16 @@ def stats_line(stats: dict[str, Any]) -> str:
     return text
 
 
-def _progress(enabled: bool) -> tuple[Any, Any]:
-    """Return (context manager, event callback) showing a spinner on stderr."""
-    console = stderr_console()
-    if not enabled or not console.is_terminal:
-        return nullcontext(), None
-    status = console.status("planning…", spinner="dots")
+def _on_event(status: LiveStatus) -> Any:
+    """Return the planner's event callback that keeps the live status current."""
 
     def on_event(name: str, data: dict[str, Any]) -> None:
         if name == "choice":
-            status.update(
-                f"asking the model: choice {data['number']} of {len(data['options'])} options"
-            )
+            status.stage(f"choice point {data['number']} ({len(data['options'])} options)")
         elif name == "backtrack":
-            status.update(f"backtracking ({data['why']})")
+            status.stage(f"backtracking ({data['why']})")
 
-    return status, on_event
+    return on_event
 
 
 def plan(
@@ -84,16 +87,12 @@ def plan(
     ),
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
-    temperature: TemperatureOpt = 0.0,
-    timeout: TimeoutOpt = 60.0,
-    retries: RetriesOpt = 4,
+    temperature: TemperatureOpt = DEFAULT_TEMPERATURE,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
-    fmt: str = typer.Option(
-        "rich", "--format", "-f", help="rich, text, json, yaml, mermaid or dot."
-    ),
-    out_file: str | None = typer.Option(
-        None, "-o", "--out", help="Write the plan to FILE (atomically)."
-    ),
+    fmt: str = format_option(FORMATS),
+    out_file: OutOpt = None,
     trace_file: str | None = typer.Option(
         None, "--trace", help="Record every choice point to FILE.jsonl."
     ),
@@ -104,11 +103,13 @@ def plan(
         help="Model calls allowed; later choices take the first option.",
     ),
     max_backtracks: int = typer.Option(100, "--max-backtracks", min=0, help="Backtracks allowed."),
-    max_steps: int = typer.Option(10_000, "--max-steps", min=1, help="Automaton moves allowed."),
+    max_moves: int = typer.Option(10_000, "--max-moves", min=1, help="Automaton moves allowed."),
+    max_steps: int | None = typer.Option(None, "--max-steps", min=1, hidden=True),
     max_cost: float | None = typer.Option(
         None, "--max-cost", min=0.0, help="Stop when spend passes USD."
     ),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress display."),
+    max_seconds: MaxSecondsOpt = None,
+    quiet: QuietOpt = False,
     var: list[str] = typer.Option([], "--var", help=VAR_HELP),
 ) -> None:
     """Make a model plan inside the domain's automaton; the plan is valid by construction.
@@ -117,26 +118,28 @@ def plan(
     progress so far and the numbered feasible choices; moves that lead to dead ends are never
     offered, and a single feasible move is taken without asking.
     """
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown --format '{fmt}' (choose {', '.join(FORMATS)})")
+    fmt = check_format(fmt, FORMATS)
+    moves = renamed(max_moves, max_steps, "--max-moves", "--max-steps", quiet)
     domain = load_domain(spec)
     variables = resolve_vars(domain, parse_var_options(var))
     options = model_options(api_base, temperature, timeout, retries, no_cache, max_cost)
-    backend = make_model(model, options)
+    status = LiveStatus("planning", enabled=not quiet)
+    backend = status.observe(make_model(model, options), max_seconds)
     trace: list[dict[str, Any]] = []
     try:
-        result, pre_calls = _run(
-            domain,
-            task,
-            inputs,
-            output,
-            backend,
-            options,
-            Budgets(max_llm_calls, max_backtracks, max_steps, max_cost),
-            trace,
-            quiet,
-            variables,
-        )
+        with status:
+            result, pre_calls = _run(
+                domain,
+                task,
+                inputs,
+                output,
+                backend,
+                options,
+                Budgets(max_llm_calls, max_backtracks, moves, max_cost),
+                trace,
+                _on_event(status),
+                variables,
+            )
     except FllmError:
         if trace_file:
             _write_trace(trace_file, trace)
@@ -152,7 +155,7 @@ def plan(
         doc["stats"]["backend"] = info
     if trace_file:
         _write_trace(trace_file, trace)
-    _emit(doc, result, fmt, out_file)
+    _emit(doc, result, fmt, out_file, quiet)
 
 
 def _run(
@@ -164,25 +167,23 @@ def _run(
     options: ModelOptions,
     budgets: Budgets,
     trace: list[dict[str, Any]],
-    quiet: bool,
+    on_event: Any,
     variables: dict[str, str] | None = None,
 ) -> tuple[api.PlanResult, dict[str, Any]]:
     pre = {"llm_calls": 0, "choice_points": 0, "fallbacks": 0}
-    spinner, on_event = _progress(not quiet)
-    with spinner:
-        if domain.kind == "tools" and not inputs and output is None:
-            inputs, output, asked = infer_interface(domain, task, backend, trace)
-            pre["llm_calls"] = sum(r.calls for r in asked)
-            pre["choice_points"] = len(asked)
-            pre["fallbacks"] = sum(r.fallback for r in asked)
-        elif domain.kind == "tools" and (not inputs or output is None):
-            raise UsageError("give both --input and --output, or neither (then the model is asked)")
-        problem = api.compile_problem(
-            domain, inputs=inputs, output=output, task=task, variables=variables
-        )
-        result = api.plan(
-            problem, backend, budgets=budgets, options=options, on_event=on_event, trace=trace
-        )
+    if domain.kind == "tools" and not inputs and output is None:
+        inputs, output, asked = infer_interface(domain, task, backend, trace)
+        pre["llm_calls"] = sum(r.calls for r in asked)
+        pre["choice_points"] = len(asked)
+        pre["fallbacks"] = sum(r.fallback for r in asked)
+    elif domain.kind == "tools" and (not inputs or output is None):
+        raise UsageError("give both --input and --output, or neither (then the model is asked)")
+    problem = api.compile_problem(
+        domain, inputs=inputs, output=output, task=task, variables=variables
+    )
+    result = api.plan(
+        problem, backend, budgets=budgets, options=options, on_event=on_event, trace=trace
+    )
     return result, pre
 
 
@@ -190,15 +191,20 @@ def _write_trace(path: str, records: list[dict[str, Any]]) -> None:
     write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
 
-def _emit(doc: dict[str, Any], result: api.PlanResult, fmt: str, out_file: str | None) -> None:
+def _emit(
+    doc: dict[str, Any], result: api.PlanResult, fmt: str, out_file: str | None, quiet: bool
+) -> None:
     from fllm_cli.plan.document import _task_from_doc
 
     if out_file:
         text = EXPORTERS["json" if fmt == "rich" else fmt](doc)
         write_atomic(out_file, text)
-        stderr_console().print(f"plan written to {out_file}", highlight=False)
+        if not quiet:
+            stderr_console().print(f"plan written to {out_file}", highlight=False)
         if fmt != "rich":
             return
+    if quiet:
+        return
     if fmt != "rich":
         sys.stdout.write(EXPORTERS[fmt](doc))
         return

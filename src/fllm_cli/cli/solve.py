@@ -10,14 +10,23 @@ import typer
 
 from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
 from fllm_cli.cli.options import (
+    DEFAULT_RETRIES,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT,
     ApiBaseOpt,
     ModelOpt,
     NoCacheOpt,
+    OutOpt,
+    QuietOpt,
     RetriesOpt,
     TemperatureOpt,
     TimeoutOpt,
+    check_format,
+    format_option,
     model_options,
+    renamed,
 )
+from fllm_cli.cli.progress import LiveStatus
 from fllm_cli.errors import UsageError
 
 _ATTEMPTS = typer.Option(
@@ -33,13 +42,26 @@ _CODE_TIMEOUT = typer.Option(
 _MEMORY = typer.Option(1024, "--memory-mb", min=64, help="Memory limit of the sandbox (MB).")
 _HORIZON = typer.Option(
     None,
-    "--max-steps",
+    "--max-horizon",
     min=1,
     help="Largest plan length tried (multi-step; default from the problem file).",
 )
+_OLD_HORIZON = typer.Option(None, "--max-steps", min=1, hidden=True)
+_OLD_OUT = typer.Option(None, "--output", hidden=True)
+_OLD_JSON = typer.Option(False, "--json", hidden=True)
+DEFAULT_SOLVE_SECONDS = 300.0
+_SECONDS = typer.Option(
+    DEFAULT_SOLVE_SECONDS,
+    "--max-seconds",
+    min=1.0,
+    help="Wall-clock budget of one query; no stage starts after it (exit 3).",
+)
+SOLVE_FORMATS = ("rich", "json")
 
 
-def _settings(attempts: int, rounds: int, timeout: float, memory: int, horizon: int | None) -> Any:
+def _settings(
+    attempts: int, rounds: int, timeout: float, memory: int, horizon: int | None, seconds: float
+) -> Any:
     from fllm_cli.solve.pipeline import Settings
     from fllm_cli.solve.sandbox import Limits
 
@@ -48,7 +70,24 @@ def _settings(attempts: int, rounds: int, timeout: float, memory: int, horizon: 
         max_rounds=rounds,
         max_horizon=horizon,
         limits=Limits(timeout=timeout, memory_mb=memory),
+        max_seconds=seconds,
     )
+
+
+def _common(
+    fmt: str,
+    as_json: bool,
+    out: str | None,
+    old_out: str | None,
+    horizon: Any,
+    old: Any,
+    quiet: bool,
+) -> tuple[str, str | None, int | None]:
+    """Resolve the format, output file and horizon, old spellings included."""
+    fmt = check_format("json" if as_json else fmt, SOLVE_FORMATS)
+    out_file = renamed(out, old_out, "--out", "--output", quiet)
+    max_horizon = renamed(horizon, old, "--max-horizon", "--max-steps", quiet)
+    return fmt, out_file, max_horizon
 
 
 def _problem(path: str) -> Any:
@@ -67,12 +106,14 @@ def solve_command(
     query: str = typer.Argument(..., help="The query; '-' reads it from standard input."),
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
-    temperature: TemperatureOpt = 0.0,
-    request_timeout: TimeoutOpt = 60.0,
-    retries: RetriesOpt = 4,
+    temperature: TemperatureOpt = DEFAULT_TEMPERATURE,
+    request_timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
-    output: str | None = typer.Option(None, "--output", "-o", help="Write the JSON result here."),
-    as_json: bool = typer.Option(False, "--json", help="Print the JSON result."),
+    fmt: str = format_option(SOLVE_FORMATS),
+    out_file: OutOpt = None,
+    output: str | None = _OLD_OUT,
+    as_json: bool = _OLD_JSON,
     trace: str | None = typer.Option(
         None, "--trace", help="Record every stage's prompt and reply (JSONL)."
     ),
@@ -80,7 +121,10 @@ def solve_command(
     max_rounds: int = _ROUNDS,
     timeout: float = _CODE_TIMEOUT,
     memory_mb: int = _MEMORY,
-    max_steps: int | None = _HORIZON,
+    max_horizon: int | None = _HORIZON,
+    max_steps: int | None = _OLD_HORIZON,
+    max_seconds: float = _SECONDS,
+    quiet: QuietOpt = False,
 ) -> None:
     """Solve a planning query: the model formulates it, Z3 solves it in a sandbox."""
     import sys
@@ -88,26 +132,31 @@ def solve_command(
     from fllm_cli.llm.registry import make_model
     from fllm_cli.solve.pipeline import Session, solve
 
+    fmt, out, horizon = _common(fmt, as_json, out_file, output, max_horizon, max_steps, quiet)
     spec = _problem(problem)
     text = sys.stdin.read() if query == "-" else query
     if not text.strip():
         raise UsageError("the query is empty")
-    settings = _settings(max_attempts, max_rounds, timeout, memory_mb, max_steps)
-    backend = make_model(
-        model, model_options(api_base, temperature, request_timeout, retries, no_cache)
+    settings = _settings(max_attempts, max_rounds, timeout, memory_mb, horizon, max_seconds)
+    status = LiveStatus("solving", enabled=not quiet)
+    backend = status.observe(
+        make_model(model, model_options(api_base, temperature, request_timeout, retries, no_cache))
     )
     session = Session(backend, spec, text, settings)
     try:
-        result = solve(spec, text, backend, settings, session)
+        with status:
+            result = solve(spec, text, backend, settings, session)
     finally:
         backend.close()
         if trace:
             write_atomic(trace, _trace_lines(session.trace))
     data = result.to_json()
-    if output:
-        write_atomic(output, json.dumps(data, indent=2) + "\n")
-    if as_json:
-        stdout_console().print_json(json.dumps(data))
+    if out:
+        write_atomic(out, json.dumps(data, indent=2) + "\n")
+    if quiet:
+        return
+    if fmt == "json":
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
         _render(data)
 
@@ -116,17 +165,18 @@ def _render(data: dict[str, Any]) -> None:
     out = stdout_console()
     out.print(
         f"status: {data['status']}  objective: {data['objective']}  "
-        f"accepted: {data['accepted']}  rounds: {data['rounds']}  runs: {data['runs']}"
+        f"accepted: {data['accepted']}  rounds: {data['rounds']}  runs: {data['runs']}",
+        markup=False,
     )
     if data.get("error"):
-        out.print(f"last error: {data['error']}")
+        out.print(f"last error: {data['error']}", markup=False)
     if data.get("plan") is not None:
         check = data.get("plan_check") or {}
-        out.print(f"plan ({check.get('length')} steps, {check.get('reason')}):")
+        out.print(f"plan ({check.get('length')} steps, {check.get('reason')}):", markup=False)
         for number, step in enumerate(data["plan"], 1):
-            out.print(f"  {number}. {step}")
+            out.print(f"  {number}. {step}", markup=False)
     elif data.get("solution") is not None:
-        out.print(json.dumps(data["solution"], indent=2))
+        out.print(json.dumps(data["solution"], indent=2), markup=False)
     stats = data.get("stats") or {}
     parts = [f"{k} {v['calls']} call(s) {v['seconds']:.1f}s" for k, v in stats.items()]
     stderr_console().print("stats: " + "; ".join(parts), highlight=False)
@@ -137,15 +187,17 @@ def bench_command(
     benchmark: str = typer.Argument(..., help="OptiGuide JSON or PlanBench JSONL file."),
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
-    temperature: TemperatureOpt = 0.0,
-    request_timeout: TimeoutOpt = 60.0,
-    retries: RetriesOpt = 4,
+    temperature: TemperatureOpt = DEFAULT_TEMPERATURE,
+    request_timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N queries."),
     concurrency: int = typer.Option(
         1, "--concurrency", "-j", min=1, max=32, help="Queries solved in parallel (threads)."
     ),
-    output: str | None = typer.Option(None, "--output", "-o", help="Per-query JSON report."),
+    fmt: str = format_option(SOLVE_FORMATS),
+    out_file: OutOpt = None,
+    output: str | None = _OLD_OUT,
     trace: str | None = typer.Option(None, "--trace", help="All prompts and replies (JSONL)."),
     tolerance: float = typer.Option(
         1e-4, "--tolerance", min=0.0, help="Relative tolerance on the objective."
@@ -154,26 +206,40 @@ def bench_command(
     max_rounds: int = _ROUNDS,
     timeout: float = _CODE_TIMEOUT,
     memory_mb: int = _MEMORY,
-    max_steps: int | None = _HORIZON,
+    max_horizon: int | None = _HORIZON,
+    max_steps: int | None = _OLD_HORIZON,
+    max_seconds: float = _SECONDS,
+    quiet: QuietOpt = False,
 ) -> None:
     """Score the pipeline on a benchmark: optimal rate and success rate."""
     from fllm_cli.llm.registry import make_model
     from fllm_cli.solve.bench import load_bench, run_bench
 
+    fmt, output, horizon = _common(fmt, False, out_file, output, max_horizon, max_steps, quiet)
     spec = _problem(problem)
     items = load_bench(benchmark)[:limit] if limit else load_bench(benchmark)
-    settings = _settings(max_attempts, max_rounds, timeout, memory_mb, max_steps)
+    settings = _settings(max_attempts, max_rounds, timeout, memory_mb, horizon, max_seconds)
     options = model_options(api_base, temperature, request_timeout, retries, no_cache)
     make_model(model, options).close()  # fail fast on a bad --model before starting threads
     err = stderr_console()
+    status = LiveStatus("solve-bench", enabled=not quiet)
+    done = {"n": 0, "optimal": 0}
 
     def progress(row: dict[str, Any]) -> None:
-        mark = "optimal" if row["optimal"] else ("ok" if row["success"] else "wrong")
-        err.print(f"[{row['index'] + 1}/{len(items)}] {mark} ({row['seconds']}s)", highlight=False)
+        done["n"] += 1
+        done["optimal"] += int(row["optimal"])
+        status.stage(f"{done['n']}/{len(items)} queries, {done['optimal']} optimal")
 
-    report = run_bench(
-        spec, items, lambda: make_model(model, options), settings, concurrency, tolerance, progress
-    )
+    with status:
+        report = run_bench(
+            spec,
+            items,
+            lambda: status.observe(make_model(model, options)),
+            settings,
+            concurrency,
+            tolerance,
+            progress,
+        )
     if trace:
         records = [
             {**r, "query_index": row["index"]} for row in report["rows"] for r in row["trace"]
@@ -185,15 +251,22 @@ def bench_command(
             "rows": [{k: v for k, v in r.items() if k != "trace"} for r in report["rows"]],
         }
         write_atomic(output, json.dumps(slim, indent=2) + "\n")
+    if quiet:
+        return
+    if fmt == "json":
+        summary = {k: v for k, v in report.items() if k != "rows"}
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
+        return
     n = report["queries"]
     stdout_console().print(
         f"{report['problem']}: {n} queries  optimal {report['optimal']}/{n} "
         f"({100 * report['optimal_rate']:.1f}%)  success {report['success']}/{n} "
         f"({100 * report['success_rate']:.1f}%)  LLM calls {report['llm_calls']}  "
-        f"cost ${report['cost_usd']:.4f}  {report['seconds']:.1f}s"
+        f"cost ${report['cost_usd']:.4f}  {report['seconds']:.1f}s",
+        markup=False,
     )
     if output:
-        err.print(f"report written to {Path(output)}")
+        err.print(f"report written to {Path(output)}", highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fllm_cli.errors import TimeBudgetExceeded
 from fllm_cli.llm.base import GenerateRequest, Model
 from fllm_cli.prompts import render
 from fllm_cli.solve.pddl import Check, Task, simulate
@@ -31,6 +32,7 @@ class Settings:
     max_tokens: int = 4096
     limits: Limits = field(default_factory=Limits)
     max_horizon: int | None = None
+    max_seconds: float | None = None  # wall clock of one solve; no stage starts after it
 
 
 @dataclass
@@ -87,6 +89,18 @@ class Session:
         self.stats: dict[str, StageStats] = {}
         self.trace: list[dict[str, Any]] = []
         self.runs = 0
+        self.started = time.monotonic()
+
+    def check_time(self, stage: str) -> None:
+        """Raise TimeBudgetExceeded, naming ``stage``, once the wall-clock budget is spent."""
+        budget = self.settings.max_seconds
+        spent = time.monotonic() - self.started
+        if budget is not None and spent >= budget:
+            raise TimeBudgetExceeded(
+                f"solve stopped after {spent:.0f} s, its time budget, before stage '{stage}'",
+                hint=f"raise it with --max-seconds (now {budget:g})",
+                stage=stage,
+            )
 
     def vars(self, **extra: Any) -> dict[str, Any]:
         """Return the template variables every stage shares."""
@@ -107,6 +121,7 @@ class Session:
 
     def ask(self, stage: str, prompt: str) -> str:
         """Send one prompt, record its cost and trace, and return the reply."""
+        self.check_time(stage)
         start = time.perf_counter()
         gen = self.model.generate(
             GenerateRequest(prompt=prompt, max_tokens=self.settings.max_tokens, kind=stage)
@@ -132,6 +147,7 @@ class Session:
 
     def run(self, code: str) -> ExecResult:
         """Run code in the sandbox (over the horizons for multi-step problems)."""
+        self.check_time("execute")
         p = self.problem
         horizons = None
         setup = p.setup_code()

@@ -17,6 +17,7 @@ from fllm_cli.diagnostics import Diagnostic, Location
 from fllm_cli.errors import FllmError, SpecError
 from fllm_cli.solve.pddl import Atom, Domain, Task, parse_domain, parse_problem
 from fllm_cli.spec.yamlloc import Node, Reader, load
+from fllm_cli.textio import read_text
 
 KINDS = ("multi-constraint", "multi-step")
 TOP_KEYS = {
@@ -144,6 +145,7 @@ def validate_problem_spec(path: str) -> list[Diagnostic]:
 
 def load_problem(path: str | Path) -> Problem:
     """Load a problem file, raising SpecError with the first error (all are attached)."""
+    read_text(path, "problem file")  # unreadable: a misuse of the command (exit 2)
     problem, diagnostics = _load(str(path))
     if problem is None or any(d.severity == "error" for d in diagnostics):
         raise SpecError(

@@ -20,6 +20,7 @@ from fllm_cli.spec.model import (
     Tool,
 )
 from fllm_cli.spec.yamlloc import Node, Reader, load
+from fllm_cli.textio import read_text
 
 TOP_KEYS = {
     "fllm",
@@ -75,6 +76,8 @@ def load_domain(path: str | Path) -> Domain:
     """Return the domain at ``path`` or raise SpecError with every problem found."""
     from fllm_cli.spec.check import check_domain
 
+    # A file that cannot be read at all is a misuse of the command (exit 2), not a bad spec.
+    read_text(resolve_spec_path(path), "domain file")
     domain, diags = read_domain(path)
     if domain is not None:
         diags = diags + check_domain(domain)
