@@ -112,8 +112,26 @@ def test_budget_closes_a_runaway_run_by_the_shortest_path() -> None:
     run = run_agent(REACT, "q", BehaviourModel(forever), AgentOptions(budget=budget))
     assert_valid(REACT, run, budget)
     assert [s.state for s in run.steps[-2:]] == ["Final-Thought", "Answer"]
-    assert run.stats.budget_hit == "max-steps 12"
+    assert run.stats.budget_hit == "max-states 12"
     assert len(run.steps) == 10  # two full loops, then the only way out
+
+
+def test_time_budget_closes_the_run_validly_without_more_model_calls() -> None:
+    import time
+
+    def slow(prompt: str) -> str:
+        time.sleep(0.3)
+        return forever(prompt)
+
+    model = BehaviourModel(slow)
+    budget = Budget(max_steps=100, max_loops=50, max_seconds=1.0)
+    run = run_agent(REACT, "q", model, AgentOptions(budget=budget))
+    assert_valid(REACT, run, budget)
+    assert run.stats.budget_hit == "max-seconds 1"
+    assert run.steps[-1].state == "Answer"
+    # At most the call in flight when the clock ran out comes after the deadline.
+    assert len(model.prompts) <= 1.0 / 0.3 + 2
+    assert run.steps[-1].source == "forced"
 
 
 def test_max_loops_caps_the_react_loop_as_in_the_paper() -> None:

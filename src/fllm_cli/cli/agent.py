@@ -16,7 +16,6 @@ from fllm_cli.cli.options import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     ApiBaseOpt,
-    MaxSecondsOpt,
     ModelOpt,
     NoCacheOpt,
     OutOpt,
@@ -132,7 +131,12 @@ def agent_command(
     timeout: TimeoutOpt = DEFAULT_TIMEOUT,
     retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
-    max_seconds: MaxSecondsOpt = None,
+    max_seconds: float | None = typer.Option(
+        None,
+        "--max-seconds",
+        min=1.0,
+        help="Wall-clock budget; once spent the run closes by the shortest valid path.",
+    ),
     quiet: QuietOpt = False,
 ) -> None:
     """Run an agent whose behaviour is an LTL formula; every transcript satisfies it."""
@@ -155,14 +159,13 @@ def agent_command(
         corpus=corpus,
         examples=examples,
         shots=shots,
-        budget=Budget(states, max_loops, max_tokens, max_stop),
+        budget=Budget(states, max_loops, max_tokens, max_stop, max_seconds),
         expected=expected,
     )
     # An agent that talks with the user reads the terminal; a status line would fight it.
     status = LiveStatus("agent", enabled=not quiet and not has_user)
     backend = status.observe(
-        make_model(model, model_options(api_base, temperature, timeout, retries, no_cache)),
-        max_seconds,
+        make_model(model, model_options(api_base, temperature, timeout, retries, no_cache))
     )
     try:
         if live is not None:

@@ -34,6 +34,7 @@ class Budget:
     max_loops: int | None = None
     max_tokens: int = 256
     max_stop: int = 0  # 0: send every tag; some providers accept only a few stop sequences
+    max_seconds: float | None = None  # wall clock; once spent, the run closes validly
 
 
 @dataclass
@@ -139,6 +140,7 @@ class AgentRunner:
         self.tool_names = tool_names
         self.budget = budget or Budget()
         self.closing = False
+        self.started = time.monotonic()
         self.observer = observer or Observer()
         self.matcher = TagMatcher(spec)
         self.steps: list[Step] = []
@@ -148,7 +150,7 @@ class AgentRunner:
         need = automaton.distance[automaton.initial]
         if self.budget.max_steps < need:
             raise UsageError(
-                f"--max-steps {self.budget.max_steps} is too small: a run needs {need}"
+                f"--max-states {self.budget.max_steps} is too small: a run needs {need}"
             )
 
     # ------------------------------------------------------------------ the loop
@@ -156,6 +158,7 @@ class AgentRunner:
     def run(self, question: str = "") -> AgentRun:
         """Run until the final state (or the environment ends the run) and return the result."""
         start = time.perf_counter()
+        self.started = time.monotonic()
         node = self.automaton.initial
         proposed: str | None = None
         ended_by = "final"
@@ -193,6 +196,7 @@ class AgentRunner:
         moves = self.automaton.moves(node)
         if not moves:
             return moves
+        self._check_clock()
         if self.closing:  # the context window is full: finish by the shortest way
             if node in self.automaton.accepting:
                 return ()
@@ -202,12 +206,12 @@ class AgentRunner:
         if not fits:  # out of steps: stop if we may, else take the shortest completion
             if node in self.automaton.accepting:
                 self.stats.budget_hit = (
-                    self.stats.budget_hit or f"max-steps {self.budget.max_steps}"
+                    self.stats.budget_hit or f"max-states {self.budget.max_steps}"
                 )
                 return ()
             fits = (self.automaton.shortest_completion(node)[0],)
         if len(fits) < len(moves) and not self.stats.budget_hit:
-            self.stats.budget_hit = f"max-steps {self.budget.max_steps}"
+            self.stats.budget_hit = f"max-states {self.budget.max_steps}"
         limit = self.budget.max_loops
         if limit is not None and self.stats.loops >= limit:
             no_loop = tuple(m for m in fits if m != self.spec.start)
@@ -218,6 +222,15 @@ class AgentRunner:
                 self.stats.budget_hit = self.stats.budget_hit or f"max-loops {limit}"
                 fits = no_loop
         return fits
+
+    def _check_clock(self) -> None:
+        """Once the wall-clock budget is spent, close the run like a full context window."""
+        limit = self.budget.max_seconds
+        if self.closing or limit is None:
+            return
+        if time.monotonic() - self.started >= limit:
+            self.closing = True
+            self.stats.budget_hit = self.stats.budget_hit or f"max-seconds {limit:g}"
 
     def _after(self, node: int, name: str) -> int:
         target = self.automaton.step(node, name)
@@ -302,6 +315,7 @@ class AgentRunner:
         step.text = options[index]
 
     def _fill_model(self, step: Step) -> str | None:
+        self._check_clock()
         if self.closing:
             step.source = "forced"
             step.text = ""
@@ -389,6 +403,9 @@ class AgentRunner:
         return "\n".join(parts)
 
     def _choose(self, options: tuple[str, ...], kind: str, template: str) -> int:
+        self._check_clock()
+        if self.closing:  # no model call once the run is closing: the first option will do
+            return 0
         current = self.steps[-1] if self.steps else None
         prompt = render(
             f"agent/{template}",

@@ -1,0 +1,203 @@
+"""Output for people and for pipes, through the real entry point.
+
+On a terminal a model run shows live progress on stderr; in a pipe nothing but results and
+errors appear, tables and trees keep their natural width, ``--quiet`` silences everything but
+errors, colour follows NO_COLOR / FORCE_COLOR, and a spent time budget ends cleanly (exit 3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_fllm
+
+OPENAGI = str(ROOT / "domains" / "openagi.yaml")
+TASKS = str(ROOT / "tests" / "data" / "openagi_tasks.jsonl")
+COFFEE = str(ROOT / "domains" / "problems" / "coffee.yaml")
+REACT = str(ROOT / "domains" / "agents" / "react.sexp")
+LONG_TASK = (
+    "Given a noisy grayscale image that was taken at night, how to return the caption "
+    "in German step by step, keeping every detail of the scene?"
+)
+NARROW = {"COLUMNS": "40"}
+
+
+def test_bench_table_keeps_its_width_in_a_pipe() -> None:
+    code, out, err = run_fllm(
+        "bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "3", env=NARROW
+    )
+    assert code == 0, err
+    assert "…" not in out
+    for header in ("strategy", "tasks", "% valid", "LLM calls", "backtracks", "s/task"):
+        assert header in out
+    assert err == ""  # no progress bar off a terminal
+
+
+def test_plan_tree_is_not_wrapped_in_a_pipe() -> None:
+    args = ["plan", OPENAGI, LONG_TASK, "-i", "image", "--output", "text", "--model", "random:3"]
+    code, out, err = run_fllm(*args, env=NARROW)
+    assert code == 0, err
+    assert f"Plan for: {LONG_TASK}" in out.splitlines()[0]
+    assert any(len(line) > 40 for line in out.splitlines())
+    assert "…" not in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "2"],
+        ["plan", OPENAGI, "t", "-i", "image", "--output", "text", "--model", "random:1"],
+        ["agent", REACT, "What is 2 plus 2?", "--model", "random:1"],
+        ["validate", OPENAGI],
+    ],
+    ids=lambda a: a[0],
+)
+def test_quiet_prints_nothing_but_writes_the_file(args: list[str], tmp_path: Path) -> None:
+    target = tmp_path / "result.out"
+    code, out, err = run_fllm(*args, "--quiet", "-o", str(target))
+    assert code == 0, err
+    assert target.stat().st_size > 0
+    assert out == "" and err == ""
+
+
+def test_quiet_still_reports_errors() -> None:
+    code, out, err = run_fllm(
+        "plan", OPENAGI, "t", "--model", "random:1", "-q", "-i", "imgae", "--output", "text"
+    )
+    assert code != 0 and out == ""
+    assert "unknown modality 'imgae'" in err
+
+
+def _env_without(*names: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in names}
+    env.update(extra)
+    return env
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fllm_cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_colour_follows_force_color_and_no_color() -> None:
+    args = ["render-pda", OPENAGI, "-i", "image", "--output", "text"]
+    forced = _run(args, _env_without("NO_COLOR", FORCE_COLOR="1"))
+    assert forced.returncode == 0 and "\x1b[" in forced.stdout
+    plain = _run(args, _env_without("FORCE_COLOR", NO_COLOR="1"))
+    assert plain.returncode == 0 and "\x1b[" not in plain.stdout
+    piped = _run(args, _env_without("FORCE_COLOR", "NO_COLOR"))
+    assert piped.returncode == 0 and "\x1b[" not in piped.stdout
+
+
+# --- a slow OpenAI-compatible server on 127.0.0.1, for progress and time budgets -------------
+
+
+class _Slow(BaseHTTPRequestHandler):
+    delay = 0.8
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        time.sleep(self.delay)
+        body = {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "stub",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "I am still thinking."},
+                }
+            ],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 5, "total_tokens": 45},
+        }
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def slow_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+
+
+def _solve_args(base: str, trace: Path) -> list[str]:
+    return [
+        "solve", COFFEE, "What if demand at cafe1 rose by 10%?",
+        "--model", "openai/stub", "--api-base", base, "--no-cache", "--retries", "0",
+        "--max-seconds", "2", "--trace", str(trace),
+    ]  # fmt: skip
+
+
+def test_solve_time_budget_stops_cleanly_with_the_stage(slow_server: str, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    code, out, err = run_fllm(*_solve_args(slow_server, trace), env={"OPENAI_API_KEY": "x"})
+    assert code == 3, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "stopped after" in lines[0] and "in stage" not in out
+    assert "stage '" in lines[0] and "--max-seconds" in lines[0]
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert records and all(r["type"] == "generate" for r in records)
+
+
+def test_progress_is_shown_on_a_terminal_only(slow_server: str, tmp_path: Path) -> None:
+    master, slave = pty.openpty()
+    env = {**os.environ, "OPENAI_API_KEY": "x", "TERM": "xterm", "COLUMNS": "120"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fllm_cli", *_solve_args(slow_server, tmp_path / "t.jsonl")],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=env,
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    proc.wait(timeout=120)
+    reader.join(timeout=5)
+    os.close(master)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 3
+    assert "solving" in shown and "model calls" in shown and "tokens" in shown
+    assert "definer" in shown  # the stage the run was in
