@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from fllm_cli.solve.sandbox import Limits, run_code
 
 SMALL = Limits(timeout=2.5, memory_mb=300)
@@ -69,3 +71,19 @@ def test_horizon_loop_stops_at_first_plan() -> None:
     code = "solver = Solver()\nsolver.add(BoolVal(T >= 3))\n"
     result = run_code(code, horizons=[1, 2, 3, 4], limits=SMALL)
     assert (result.status, result.horizon, result.tried) == ("sat", 3, [1, 2, 3])
+
+
+def test_refuses_without_kernel_isolation(monkeypatch) -> None:
+    from fllm_cli.errors import SandboxUnavailable
+    from fllm_cli.solve import lockdown, sandbox
+
+    missing = lockdown.Isolation(seccomp=False, landlock_abi=0, problems=["test says so"])
+    monkeypatch.setattr(sandbox, "isolation_report", lambda: missing)
+    with pytest.raises(SandboxUnavailable) as info:
+        run_code("solver = Solver()\n", limits=SMALL)
+    assert "seccomp, Landlock" in info.value.one_line() and info.value.exit_code == 1
+
+
+def test_isolation_in_force_is_recorded() -> None:
+    result = run_code("solver = Solver()\n", limits=SMALL)
+    assert result.ok and result.isolation.startswith("seccomp + landlock abi")

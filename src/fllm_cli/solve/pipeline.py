@@ -33,6 +33,7 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     max_horizon: int | None = None
     max_seconds: float | None = None  # wall clock of one solve; no stage starts after it
+    allow_unisolated: bool = False  # run generated code even without seccomp + Landlock
 
 
 @dataclass
@@ -63,6 +64,7 @@ class SolveResult:
     rounds: int = 0
     runs: int = 0
     error: str = ""
+    isolation: str = ""  # sandbox layers in force for the last run of generated code
     stats: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -158,7 +160,12 @@ class Session:
             setup += f"\n_FLLM_ACTIONS = {names!r}\n"
         start = time.perf_counter()
         result = run_code(
-            code, setup=setup, objective=p.objective, horizons=horizons, limits=self.settings.limits
+            code,
+            setup=setup,
+            objective=p.objective,
+            horizons=horizons,
+            limits=self.settings.limits,
+            allow_unisolated=self.settings.allow_unisolated,
         )
         seconds = time.perf_counter() - start
         self.runs += 1
@@ -176,6 +183,7 @@ class Session:
                 "objective": result.objective,
                 "error": result.error,
                 "horizon": result.horizon,
+                "isolation": result.isolation,
                 "seconds": round(seconds, 3),
             }
         )
@@ -359,6 +367,7 @@ def _fill(result: SolveResult, run: ExecResult) -> None:
     result.error = "" if run.ok else f"{run.kind}: {run.error.strip().splitlines()[-1:]}"
     result.objective = run.objective if run.ok else None
     result.horizon = run.horizon
+    result.isolation = run.isolation
     result.solution = None
     result.plan = None
     result.plan_check = None

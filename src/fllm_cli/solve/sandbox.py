@@ -1,4 +1,4 @@
-"""Run generated code in a separate, limited Python process and bring back what happened.
+"""Run generated code in separate, locked-down processes and bring back what happened.
 
 Generated code never runs in the fllm process. Each run gets:
 
@@ -6,32 +6,50 @@ Generated code never runs in the fllm process. Each run gets:
   folder on ``sys.path``) started in its own session so the whole group can be killed;
 * a clean environment (no variables of the user: no keys, no proxies, HOME is the run folder);
 * an empty temporary working folder, deleted afterwards;
-* limits the child sets on itself first thing: address space (memory), CPU seconds, file size,
-  no core dumps; plus a wall-clock timeout enforced here by killing the process group;
-* an audit hook (PEP 578) installed before the code runs that refuses sockets, subprocesses,
-  ``os.system``/exec/fork, loading native libraries, and files outside the run folder (Python's
-  own library folders stay readable so ``import`` works).
+* resource limits: address space (memory), CPU seconds, file size, no core dumps; plus a
+  wall-clock timeout and byte caps on everything read back, enforced here by killing the group;
+* kernel-enforced isolation of the process running the code (``lockdown.py``): Landlock allows
+  reading only Python's library and packages and writing only the work folder; a seccomp filter
+  refuses new processes, sockets, debugging or signalling other processes and new native code;
+* an audit hook (PEP 578) whose only job is to give the model readable refusal messages;
+* a result channel the code cannot reach: the code runs in a worker process, and only the
+  supervisor process (which runs no generated code) writes the result, after solving the
+  constraints the worker stated with its own Z3 (see ``child.py`` and docs/security.md).
 
-Every failure (syntax error, exception, timeout, memory, blocked access, crash) comes back as an
-:class:`ExecResult` with ``ok`` false and a message for the model; nothing here raises for them.
+If the machine cannot provide the kernel layers, :func:`run_code` refuses to run the code with
+:class:`~fllm_cli.errors.SandboxUnavailable` unless the caller opts in with
+``allow_unisolated=True``. Every failure of the code itself (syntax error, exception, timeout,
+memory, blocked access, crash) comes back as an :class:`ExecResult` with ``ok`` false and a
+message for the model; nothing here raises for them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import math
 import os
+import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from fllm_cli.errors import SandboxUnavailable
+from fllm_cli.solve import lockdown
 
 CHILD = Path(__file__).with_name("child.py")
-MARKER = "@@FLLM-RESULT@@"
+RESULT_CAP = 32 * 2**20  # bytes of result JSON read back from the supervisor
+STDERR_CAP = 256 * 2**10  # bytes of diagnostics read back before the group is killed
+KINDS = {"ok", "error", "timeout", "memory", "blocked", "crash", "unisolated"}
+STATUSES = {"sat", "unsat", "unknown", "no-solver", ""}
 
 
 @dataclass(frozen=True)
@@ -58,6 +76,7 @@ class ExecResult:
     error: str = ""
     horizon: int | None = None
     tried: list[int] = field(default_factory=list)
+    isolation: str = ""  # the layers in force while the code ran, e.g. "seccomp + landlock ..."
 
     def feedback(self, limit: int = 6000) -> str:
         """Return the execution feedback shown to the model."""
@@ -88,6 +107,12 @@ def compact(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def isolation_report() -> lockdown.Isolation:
+    """Return which kernel isolation layers this machine offers (probed once per process)."""
+    return lockdown.probe()
+
+
 def clean_env(workdir: str) -> dict[str, str]:
     """Return the child's whole environment: nothing inherited from the user."""
     return {
@@ -107,8 +132,18 @@ def run_code(
     objective: str | None = None,
     horizons: list[int] | None = None,
     limits: Limits | None = None,
+    allow_unisolated: bool = False,
+    audit_hook: bool = True,
 ) -> ExecResult:
-    """Run ``code`` after ``setup`` in a sandboxed process; never raises for the code's faults."""
+    """Run ``code`` after ``setup`` in the sandbox; never raises for the code's faults.
+
+    Raises :class:`SandboxUnavailable` when the kernel isolation is missing, unless
+    ``allow_unisolated`` is true. ``audit_hook=False`` leaves only the kernel layers in place
+    (the escape tests use it to show those layers hold on their own).
+    """
+    report = isolation_report()
+    if not report.complete and not allow_unisolated:
+        raise _unavailable(report.missing())
     limits = limits or Limits()
     job = {
         "code": code,
@@ -117,23 +152,37 @@ def run_code(
         "horizons": horizons,
         "max_output": limits.max_output,
     }
-    child_limits = {
-        "memory_bytes": limits.memory_mb * 2**20,
-        "cpu_seconds": int(limits.cpu_seconds or max(1, int(limits.timeout) + 1)),
-        "file_bytes": limits.file_mb * 2**20,
+    memory = limits.memory_mb * 2**20
+    config = {
+        "limits": {
+            "memory_bytes": memory,
+            "cpu_seconds": int(limits.cpu_seconds or max(1, int(limits.timeout) + 1)),
+            "file_bytes": limits.file_mb * 2**20,
+        },
+        "require_isolation": not allow_unisolated,
+        "audit_hook": audit_hook,
+        "message_cap": max(2**20, min(64 * 2**20, memory // 8)),
     }
     workdir = tempfile.mkdtemp(prefix="fllm-solve-")
     try:
-        return _spawn(job, child_limits, limits.timeout, workdir)
+        result = _spawn(job, config, limits.timeout, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    if result.kind == "unisolated":
+        raise _unavailable(result.error)
+    return result
 
 
-def _spawn(
-    job: dict[str, Any], child_limits: dict[str, Any], timeout: float, workdir: str
-) -> ExecResult:
-    """Start the child, feed it the job, enforce the wall clock and parse its answer."""
-    argv = [sys.executable, "-I", str(CHILD), json.dumps(child_limits)]
+def _unavailable(missing: str) -> SandboxUnavailable:
+    return SandboxUnavailable(
+        f"the sandbox cannot isolate generated code on this machine: {missing}",
+        hint="fix the kernel setup (docs/security.md), or opt in to running it unisolated",
+    )
+
+
+def _spawn(job: dict[str, Any], config: dict[str, Any], timeout: float, workdir: str) -> ExecResult:
+    """Start the child, feed it the job, enforce the wall clock and caps, parse its answer."""
+    argv = [sys.executable, "-I", str(CHILD), json.dumps(config)]
     try:
         proc = subprocess.Popen(
             argv,
@@ -147,48 +196,117 @@ def _spawn(
     except OSError as exc:
         return ExecResult(False, "crash", error=f"cannot start the sandbox: {exc.strerror}")
     try:
-        out, err = proc.communicate(json.dumps(job).encode("utf-8"), timeout=timeout)
-    except subprocess.TimeoutExpired:
+        out, err, trouble = _collect(proc, json.dumps(job).encode("utf-8"), timeout)
+    finally:
         _kill(proc)
+    if trouble == "timeout":
         return ExecResult(
             False,
             "timeout",
             error=f"the code did not finish within {timeout:g} s "
             "(wall-clock limit); look for an endless loop or a model too large",
         )
-    finally:
-        _kill(proc)
-    return _parse(out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), proc.returncode)
+    if trouble == "overflow":
+        return ExecResult(False, "crash", error="the sandbox sent more output than allowed")
+    return _parse(out, err.decode("utf-8", "replace"), proc.returncode)
+
+
+def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
+    """Write the job to the child's stdin (in a thread: the job may exceed a pipe buffer)."""
+    if pipe is None:
+        return
+    with contextlib.suppress(OSError):
+        pipe.write(data)
+    with contextlib.suppress(OSError):
+        pipe.close()
+
+
+def _collect(
+    proc: subprocess.Popen[bytes], data: bytes, timeout: float
+) -> tuple[bytes, bytes, str]:
+    """Read stdout and stderr until both close; return them and "", "timeout" or "overflow"."""
+    threading.Thread(target=_feed, args=(proc.stdin, data), daemon=True).start()
+    assert proc.stdout is not None and proc.stderr is not None
+    caps = {proc.stdout.fileno(): RESULT_CAP, proc.stderr.fileno(): STDERR_CAP}
+    chunks: dict[int, list[bytes]] = {fd: [] for fd in caps}
+    sizes = dict.fromkeys(caps, 0)
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as sel:
+        for fd in caps:
+            sel.register(fd, selectors.EVENT_READ)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return b"", b"", "timeout"
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fd)
+                    continue
+                chunks[key.fd].append(chunk)
+                sizes[key.fd] += len(chunk)
+                if sizes[key.fd] > caps[key.fd]:
+                    return b"", b"", "overflow"
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(max(0.1, deadline - time.monotonic()))
+    out, err = (b"".join(chunks[fd]) for fd in caps)
+    return out, err, ""
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the child's whole process group and reap it."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    """Kill the child's whole process group (the worker too, even after the supervisor quit)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
-def _parse(out: str, err: str, code: int | None) -> ExecResult:
-    """Turn the child's output and exit status into a result."""
-    if MARKER not in out:
+def _parse(out: bytes, err: str, code: int | None) -> ExecResult:
+    """Turn the supervisor's answer into a result; anything malformed counts as a crash."""
+    try:
+        data = json.loads(out)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or data.get("kind") not in KINDS:
         return ExecResult(False, *_crash(err, code))
-    data = json.loads(out.rsplit(MARKER, 1)[1].strip() or "{}")
-    stdout = str(data.get("stdout", ""))
-    if "error" in data:
+    kind = str(data["kind"])
+    text = _text(data.get("stdout"))
+    isolation = _text(data.get("isolation"))
+    if kind != "ok":
         return ExecResult(
-            False, str(data.get("kind", "error")), error=str(data["error"]), stdout=stdout
+            False, kind, error=_text(data.get("error")), stdout=text, isolation=isolation
         )
+    status = data.get("status")
     return ExecResult(
         True,
         "ok",
-        status=str(data.get("status", "")),
-        objective=data.get("objective"),
-        values=dict(data.get("values") or {}),
-        stdout=stdout,
-        horizon=data.get("horizon"),
-        tried=list(data.get("tried") or []),
+        status=status if status in STATUSES else "unknown",
+        objective=_scalar(data.get("objective")),
+        values=data["values"] if isinstance(data.get("values"), dict) else {},
+        stdout=text,
+        horizon=_int(data.get("horizon")),
+        tried=[h for h in data.get("tried") or [] if isinstance(h, int)]
+        if isinstance(data.get("tried"), list)
+        else [],
+        isolation=isolation,
     )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _scalar(value: Any) -> Any:
+    """Accept a number, bool or string as an objective; anything else becomes None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value if isinstance(value, (int, float, str)) else None
 
 
 def _crash(err: str, code: int | None) -> tuple[str, str]:
