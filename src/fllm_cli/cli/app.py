@@ -67,7 +67,19 @@ def _family(exc: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(exc).__mro__}
 
 
-def usage_line(exc: Any) -> str:
+def _given_value(exc: Any, argv: list[str]) -> str | None:
+    """Return the value the user gave to the option a BadParameter is about, if we can see it."""
+    opts = getattr(getattr(exc, "param", None), "opts", None) or []
+    for index, token in enumerate(argv):
+        for opt in opts:
+            if token == opt and index + 1 < len(argv):
+                return argv[index + 1]
+            if opt.startswith("--") and token.startswith(opt + "="):
+                return token[len(opt) + 1 :]
+    return None
+
+
+def usage_line(exc: Any, argv: list[str] | None = None) -> str:
     """Return one line for a command-line misuse, naming the command and pointing to --help."""
     ctx = getattr(exc, "ctx", None)
     command = getattr(ctx, "command_path", None) or "fllm"
@@ -77,6 +89,9 @@ def usage_line(exc: Any) -> str:
         message = str(exc)
     message = " ".join(str(message).split()).rstrip(".")
     message = message.replace(" (Possible options:", " (possible options:")
+    value = _given_value(exc, argv if argv is not None else sys.argv[1:])
+    if value is not None and repr(value) not in message and f"'{value}'" not in message:
+        message += f" (got {value!r})"
     if message[:1].isupper() and message[1:2].islower():
         message = message[0].lower() + message[1:]
     return f"{command}: {message} (see '{command} --help')"
@@ -101,7 +116,7 @@ def _internal(exc: BaseException) -> int:
     return 70
 
 
-def _click_outcome(exc: BaseException) -> int | None:
+def _click_outcome(exc: BaseException, argv: list[str]) -> int | None:
     """Map an exception of click's family to an exit code (after printing), else None."""
     names = _family(exc)
     if "NoArgsIsHelpError" in names:
@@ -112,7 +127,7 @@ def _click_outcome(exc: BaseException) -> int | None:
             sys.stderr.write(text.rstrip("\n") + "\n")
         return 2
     if "UsageError" in names:
-        report_usage(usage_line(exc))
+        report_usage(usage_line(exc, argv))
         return 2
     if "Abort" in names:
         stderr_console().print("[red]interrupted[/]")
@@ -138,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
         _quiet_broken_pipe()
         sys.exit(0)
     except Exception as exc:
-        code = _click_outcome(exc)
+        code = _click_outcome(exc, sys.argv[1:] if argv is None else argv)
         sys.exit(code if code is not None else _internal(exc))
     sys.exit(result if isinstance(result, int) else 0)
 

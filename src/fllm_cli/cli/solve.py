@@ -57,10 +57,21 @@ _SECONDS = typer.Option(
     help="Wall-clock budget of one query; no stage starts after it (exit 3).",
 )
 SOLVE_FORMATS = ("rich", "json")
+_UNISOLATED = typer.Option(
+    False,
+    "--unisolated",
+    help="Run generated code even where the kernel cannot isolate it (see docs/security.md).",
+)
 
 
 def _settings(
-    attempts: int, rounds: int, timeout: float, memory: int, horizon: int | None, seconds: float
+    attempts: int,
+    rounds: int,
+    timeout: float,
+    memory: int,
+    horizon: int | None,
+    seconds: float,
+    unisolated: bool,
 ) -> Any:
     from fllm_cli.solve.pipeline import Settings
     from fllm_cli.solve.sandbox import Limits
@@ -71,6 +82,7 @@ def _settings(
         max_horizon=horizon,
         limits=Limits(timeout=timeout, memory_mb=memory),
         max_seconds=seconds,
+        allow_unisolated=unisolated,
     )
 
 
@@ -124,6 +136,7 @@ def solve_command(
     max_horizon: int | None = _HORIZON,
     max_steps: int | None = _OLD_HORIZON,
     max_seconds: float = _SECONDS,
+    unisolated: bool = _UNISOLATED,
     quiet: QuietOpt = False,
 ) -> None:
     """Solve a planning query: the model formulates it, Z3 solves it in a sandbox."""
@@ -137,7 +150,9 @@ def solve_command(
     text = sys.stdin.read() if query == "-" else query
     if not text.strip():
         raise UsageError("the query is empty")
-    settings = _settings(max_attempts, max_rounds, timeout, memory_mb, horizon, max_seconds)
+    settings = _settings(
+        max_attempts, max_rounds, timeout, memory_mb, horizon, max_seconds, unisolated
+    )
     status = LiveStatus("solving", enabled=not quiet)
     backend = status.observe(
         make_model(model, model_options(api_base, temperature, request_timeout, retries, no_cache))
@@ -168,6 +183,8 @@ def _render(data: dict[str, Any]) -> None:
         f"accepted: {data['accepted']}  rounds: {data['rounds']}  runs: {data['runs']}",
         markup=False,
     )
+    if data.get("isolation"):
+        out.print(f"sandbox: {data['isolation']}", markup=False)
     if data.get("error"):
         out.print(f"last error: {data['error']}", markup=False)
     if data.get("plan") is not None:
@@ -209,6 +226,7 @@ def bench_command(
     max_horizon: int | None = _HORIZON,
     max_steps: int | None = _OLD_HORIZON,
     max_seconds: float = _SECONDS,
+    unisolated: bool = _UNISOLATED,
     quiet: QuietOpt = False,
 ) -> None:
     """Score the pipeline on a benchmark: optimal rate and success rate."""
@@ -218,7 +236,9 @@ def bench_command(
     fmt, output, horizon = _common(fmt, False, out_file, output, max_horizon, max_steps, quiet)
     spec = _problem(problem)
     items = load_bench(benchmark)[:limit] if limit else load_bench(benchmark)
-    settings = _settings(max_attempts, max_rounds, timeout, memory_mb, horizon, max_seconds)
+    settings = _settings(
+        max_attempts, max_rounds, timeout, memory_mb, horizon, max_seconds, unisolated
+    )
     options = model_options(api_base, temperature, request_timeout, retries, no_cache)
     make_model(model, options).close()  # fail fast on a bad --model before starting threads
     err = stderr_console()
