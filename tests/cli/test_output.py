@@ -201,3 +201,34 @@ def test_progress_is_shown_on_a_terminal_only(slow_server: str, tmp_path: Path) 
     assert proc.returncode == 3
     assert "solving" in shown and "model calls" in shown and "tokens" in shown
     assert "definer" in shown  # the stage the run was in
+
+
+def _run_on_terminal(args: list[str], columns: int) -> str:
+    """Run fllm with stdout and stderr on a pseudo-terminal of the given width; return all."""
+    master, slave = pty.openpty()
+    env = {**os.environ, "TERM": "xterm", "COLUMNS": str(columns)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fllm_cli", *args], stdout=slave, stderr=slave, env=env
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(master)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def test_bench_summary_on_a_narrow_terminal_cuts_nothing() -> None:
+    shown = _run_on_terminal(["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "5"], 60)
+    summary = shown[shown.index("fllm bench:") :]  # after the (transient) progress bar
+    assert "…" not in summary
+    assert "% valid: 100.0" in shown and "p95 s:" in shown
+    wide = _run_on_terminal(["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "5"], 200)
+    assert "% valid" in wide and "p95 s" in wide and "% valid:" not in wide

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from fllm_cli.errors import UsageError
 
@@ -101,11 +102,29 @@ def rich_table(report: dict[str, Any]) -> Table:
         title += " (partial)"
     table = Table(title=title)
     cols = _columns(summary)
-    for key, label in cols:
-        table.add_column(label, justify="left" if key == "strategy" else "right")
-    for name, row in summary.items():
-        table.add_row(*_cells(name, row, cols))
+    rows = [_cells(name, row, cols) for name, row in summary.items()]
+    for index, (key, label) in enumerate(cols):
+        # Figures are never cut: a narrow terminal wraps the table instead of eliding digits.
+        widest = max([len(label), *(len(r[index]) for r in rows)])
+        table.add_column(
+            label, justify="left" if key == "strategy" else "right", no_wrap=True, min_width=widest
+        )
+    for cells in rows:
+        table.add_row(*cells)
     return table
+
+
+def rich_blocks(report: dict[str, Any]) -> Text:
+    """Return the summary as one 'label: value' block per strategy, for narrow terminals."""
+    summary = report["summary"]
+    cols = _columns(summary)
+    text = Text(f"fllm bench: {report['domain']} with {report['model']}\n", style="bold")
+    for name, row in summary.items():
+        text.append(f"{name}\n", style="bold")
+        for (key, label), cell in zip(cols, _cells(name, row, cols)):
+            if key != "strategy":
+                text.append(f"  {label}: {cell}\n")
+    return text
 
 
 def markdown_table(report: dict[str, Any]) -> str:

@@ -126,18 +126,31 @@ def _progress(enabled: bool) -> tuple[AbstractContextManager[Any], Any, Any]:
         TextColumn("bench"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[valid]} valid, ${task.fields[spend]:.4f}"),
+        TextColumn(
+            "{task.fields[valid]} valid, {task.fields[calls]} model calls, "
+            "{task.fields[tokens]} tokens, ${task.fields[spend]:.4f}"
+        ),
         TimeElapsedColumn(),
         console=console,
         transient=True,
     )
-    job = bar.add_task("bench", total=None, valid=0, spend=0.0)
-    counts = {"valid": 0, "spend": 0.0}
+    job = bar.add_task("bench", total=None, valid=0, calls=0, tokens=0, spend=0.0)
+    counts = {"valid": 0, "calls": 0, "tokens": 0, "spend": 0.0}
 
     def on_result(row: dict[str, Any]) -> None:
+        stats = row["stats"]
         counts["valid"] += int(row["valid"])
-        counts["spend"] += row["stats"].get("cost_usd", 0.0)
-        bar.update(job, advance=1, valid=counts["valid"], spend=counts["spend"])
+        counts["calls"] += stats.get("llm_calls", 0)
+        counts["tokens"] += stats.get("prompt_tokens", 0) + stats.get("completion_tokens", 0)
+        counts["spend"] += stats.get("cost_usd", 0.0)
+        bar.update(
+            job,
+            advance=1,
+            valid=counts["valid"],
+            calls=counts["calls"],
+            tokens=counts["tokens"],
+            spend=counts["spend"],
+        )
 
     def on_start(total: int) -> None:
         bar.update(job, total=total)
@@ -170,7 +183,14 @@ def _emit(run: BenchRun, fmt: str, console: Console | None = None) -> None:
     elif fmt == "json":
         sys.stdout.write(json.dumps(run.report["summary"], indent=2) + "\n")
     else:
-        (console or stdout_console()).print(rep.rich_table(run.report))
+        out = console or stdout_console()
+        table = rep.rich_table(run.report)
+        needed = sum((column.min_width or 0) + 3 for column in table.columns) + 1
+        if needed > out.width:
+            # Too narrow for the table: one block per strategy, nothing cut.
+            out.print(rep.rich_blocks(run.report))
+        else:
+            out.print(table)
 
 
 def _finish_note(run: BenchRun, out_path: str | None, quiet: bool) -> None:
