@@ -36,10 +36,10 @@ from fllm_cli.search.automaton_prompting import (
 )
 from fllm_cli.search.planner import Budgets, Event, Planner, PlanStats
 from fllm_cli.search.prompting import Prompter
-from fllm_cli.spec.load import load_domain
+from fllm_cli.domain.load import load_domain
 
 __all__ = ["Problem", "compile_problem", "load_domain", "plan", "verify"]
-from fllm_cli.spec.model import Domain, Task
+from fllm_cli.domain.model import Domain, Task
 from fllm_cli.verify import Verdict, verify_word
 
 

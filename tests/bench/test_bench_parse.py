@@ -6,8 +6,8 @@ import pytest
 
 from fllm_cli import api
 from fllm_cli.bench.parse import ParseError, parse_plan, segments
-from fllm_cli.spec.load import load_domain
-from fllm_cli.spec.model import Task
+from fllm_cli.domain.load import load_domain
+from fllm_cli.domain.model import Task
 
 IMAGE_TO_TEXT = Task("t", (("image", "image"),), "text")
 IMAGE_AND_TEXT = Task("t", (("image", "image"), ("text", "text")), "text")

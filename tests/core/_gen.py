@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fllm_cli.automaton.pda import PDA, Config
 from fllm_cli.grammar.cfg import Grammar, Production, Terminal
-from fllm_cli.spec.model import Domain, Limits, Modality, Task, Tool
+from fllm_cli.domain.model import Domain, Limits, Modality, Task, Tool
 
 # -- random grammars -------------------------------------------------------------------------
 

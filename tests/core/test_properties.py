@@ -12,7 +12,7 @@ from fllm_cli.automaton.pda import pda_from_grammar
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.grammar.compile import tool_grammar
 from fllm_cli.plan.model import Derivation, TreeNode
-from fllm_cli.spec.model import Domain, Task
+from fllm_cli.domain.model import Domain, Task
 from fllm_cli.verify import verify_word
 from tests.core._gen import (
     TooBig,

@@ -26,7 +26,7 @@ from functools import cached_property
 
 from fllm_cli.automaton.pda import PDA, Config, StackItem, Transition
 from fllm_cli.diagnostics import did_you_mean
-from fllm_cli.spec.model import AutomatonSpec
+from fllm_cli.domain.model import AutomatonSpec
 
 ANY = "∀"
 Key = tuple[str, tuple[str, ...], tuple[int, ...]]

@@ -18,8 +18,8 @@ from fllm_cli.errors import UsageError
 from fllm_cli.llm.base import Model
 from fllm_cli.llm.registry import ModelOptions, make_model, resolve_model_name
 from fllm_cli.search.planner import Budgets
-from fllm_cli.spec.load import load_domain
-from fllm_cli.spec.model import Domain
+from fllm_cli.domain.load import load_domain
+from fllm_cli.domain.model import Domain
 
 SHARED_LOCKED = ("local", "scripted", "replay")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from fllm_cli.bench.match import Matcher, Mention, stem
 from fllm_cli.diagnostics import did_you_mean
-from fllm_cli.spec.model import Domain, Task
+from fllm_cli.domain.model import Domain, Task
 
 _MARKER = re.compile(r"(?im)(?:^|(?<=\s))(?:ste?p|setp)\s*(\d+)\s*[:.)\-–]|^\s*(\d+)[.)]\s")
 _STEP_REF = re.compile(r"(?i)\bste?ps?\s*(\d+)((?:\s*(?:,|and|&)\s*\d+)*)")

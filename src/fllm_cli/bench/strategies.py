@@ -16,7 +16,7 @@ from fllm_cli.llm.base import GenerateRequest, Model
 from fllm_cli.plan.document import build_document
 from fllm_cli.prompts import render
 from fllm_cli.search.planner import Budgets
-from fllm_cli.spec.model import Domain
+from fllm_cli.domain.model import Domain
 
 STRATEGIES = ("formal", "zero-shot", "few-shot")
 TEMPLATES = {"zero-shot": "bench/zero_shot.j2", "few-shot": "bench/few_shot.j2"}

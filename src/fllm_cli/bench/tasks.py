@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fllm_cli.spec.model import Domain
+from fllm_cli.domain.model import Domain
 from fllm_cli.textio import read_text
 
 

@@ -30,8 +30,8 @@ from fllm_cli.plan.document import build_document, step_lines
 from fllm_cli.plan.model import Derivation, TreeNode
 from fllm_cli.resources import resolve_spec_path
 from fllm_cli.search.automaton_prompting import parse_var_options, plan_steps
-from fllm_cli.spec.check import check_domain
-from fllm_cli.spec.load import load_domain, read_domain
+from fllm_cli.domain.check import check_domain
+from fllm_cli.domain.load import load_domain, read_domain
 from fllm_cli.textio import read_text
 
 INPUT_HELP = (

@@ -37,7 +37,7 @@ from fllm_cli.plan.export import EXPORTERS, FORMATS
 from fllm_cli.search.automaton_prompting import parse_var_options, resolve_vars
 from fllm_cli.search.interface import infer_interface
 from fllm_cli.search.planner import Budgets
-from fllm_cli.spec.load import load_domain
+from fllm_cli.domain.load import load_domain
 
 VAR_HELP = "A scenario variable of the domain: NAME=VALUE (repeatable), e.g. --var buyer=Microsoft."
 

@@ -13,7 +13,7 @@ from collections import Counter
 from fllm_cli.diagnostics import did_you_mean
 from fllm_cli.errors import UsageError
 from fllm_cli.grammar.cfg import Grammar, Production, Terminal
-from fllm_cli.spec.model import Domain, GrammarSpec, SetSpec, Task
+from fllm_cli.domain.model import Domain, GrammarSpec, SetSpec, Task
 
 GENERIC_START = "S"
 

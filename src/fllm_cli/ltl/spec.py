@@ -15,7 +15,7 @@ from fllm_cli.errors import SpecError, UsageError
 from fllm_cli.ltl.formula import Formula, atoms_in_order, parse_formula
 from fllm_cli.ltl.sexp import Atom, SExp, SList, read, show
 from fllm_cli.resources import resolve_spec_path
-from fllm_cli.spec import yamlloc
+from fllm_cli.domain import yamlloc
 
 TOOLS = ":tools"  # the choices marker meaning 'the names of the available tools'
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fllm_cli.plan.model import Derivation
-from fllm_cli.spec.model import Domain, Task
+from fllm_cli.domain.model import Domain, Task
 
 FORMAT_VERSION = 1
 

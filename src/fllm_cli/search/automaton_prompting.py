@@ -10,9 +10,9 @@ from fllm_cli.errors import UsageError
 from fllm_cli.plan.document import FORMAT_VERSION
 from fllm_cli.prompts import render, render_string
 from fllm_cli.search.prompting import Option
-from fllm_cli.spec.automaton import render_text
-from fllm_cli.spec.check import default_template
-from fllm_cli.spec.model import AutomatonSpec, Domain
+from fllm_cli.domain.automaton import render_text
+from fllm_cli.domain.check import default_template
+from fllm_cli.domain.model import AutomatonSpec, Domain
 
 
 def resolve_vars(domain: Domain, given: dict[str, str] | None) -> dict[str, str]:

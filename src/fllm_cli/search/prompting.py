@@ -15,8 +15,8 @@ from fllm_cli.plan.grammar_steps import (
     set_question,
 )
 from fllm_cli.prompts import render, render_string
-from fllm_cli.spec.check import DEFAULT_TEMPLATES
-from fllm_cli.spec.model import Domain, Task
+from fllm_cli.domain.check import DEFAULT_TEMPLATES
+from fllm_cli.domain.model import Domain, Task
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
 

@@ -18,7 +18,7 @@ import jinja2
 from fllm_cli.diagnostics import Location
 from fllm_cli.errors import FllmError
 from fllm_cli.prompts import environment
-from fllm_cli.spec.model import (
+from fllm_cli.domain.model import (
     AutomatonSpec,
     Binding,
     CounterSpec,
@@ -27,7 +27,7 @@ from fllm_cli.spec.model import (
     TransitionSpec,
     VarSpec,
 )
-from fllm_cli.spec.yamlloc import Node, Reader
+from fllm_cli.domain.yamlloc import Node, Reader
 
 ANY = "∀"
 ANY_SPELLINGS = {"∀", "*", "any"}

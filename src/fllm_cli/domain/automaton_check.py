@@ -9,8 +9,8 @@ from jinja2 import meta
 
 from fllm_cli.diagnostics import Location, did_you_mean
 from fllm_cli.prompts import environment
-from fllm_cli.spec.automaton import ANY, TEXT_NAMES
-from fllm_cli.spec.model import AutomatonSpec, Text, VarSpec
+from fllm_cli.domain.automaton import ANY, TEXT_NAMES
+from fllm_cli.domain.model import AutomatonSpec, Text, VarSpec
 
 
 def _env() -> jinja2.Environment:

@@ -14,8 +14,8 @@ from fllm_cli.diagnostics import article as _a
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.grammar.compile import explicit_grammar, tool_grammar
 from fllm_cli.prompts import environment
-from fllm_cli.spec.automaton_check import check_automaton
-from fllm_cli.spec.model import Domain, Task
+from fllm_cli.domain.automaton_check import check_automaton
+from fllm_cli.domain.model import Domain, Task
 
 # Variables each prompt template may use (documented in docs/spec.md).
 TEMPLATE_VARIABLES: dict[str, frozenset[str]] = {

@@ -8,8 +8,8 @@ from fllm_cli.diagnostics import Diagnostic, Location, did_you_mean
 from fllm_cli.errors import SpecError
 from fllm_cli.grammar.cfg import Production
 from fllm_cli.resources import resolve_spec_path
-from fllm_cli.spec.automaton import read_automaton, read_vars
-from fllm_cli.spec.model import (
+from fllm_cli.domain.automaton import read_automaton, read_vars
+from fllm_cli.domain.model import (
     Domain,
     GrammarSpec,
     Limits,
@@ -19,7 +19,7 @@ from fllm_cli.spec.model import (
     TaskInterface,
     Tool,
 )
-from fllm_cli.spec.yamlloc import Node, Reader, load
+from fllm_cli.domain.yamlloc import Node, Reader, load
 from fllm_cli.textio import read_text
 
 TOP_KEYS = {
@@ -74,7 +74,7 @@ def read_domain(path: str | Path) -> tuple[Domain | None, list[Diagnostic]]:
 
 def load_domain(path: str | Path) -> Domain:
     """Return the domain at ``path`` or raise SpecError with every problem found."""
-    from fllm_cli.spec.check import check_domain
+    from fllm_cli.domain.check import check_domain
 
     # A file that cannot be read at all is a misuse of the command (exit 2), not a bad spec.
     read_text(resolve_spec_path(path), "domain file")
