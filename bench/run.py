@@ -29,11 +29,12 @@ sys.path.insert(0, str(ROOT / "src"))
 from gen_domain import generate  # noqa: E402
 
 from fllm_cli import api  # noqa: E402
+from fllm_cli.api import load_domain  # noqa: E402
 from fllm_cli.automaton.lookahead import GrammarLookahead  # noqa: E402
 from fllm_cli.automaton.pda import PDA, Config, pda_from_grammar  # noqa: E402
-from fllm_cli.grammar.compile import make_task, tool_grammar  # noqa: E402
-from fllm_cli.domain.load import load_domain, read_domain  # noqa: E402
+from fllm_cli.domain.load import read_domain  # noqa: E402
 from fllm_cli.domain.model import Domain  # noqa: E402
+from fllm_cli.grammar.compile import make_task, tool_grammar  # noqa: E402
 
 OPENAGI = ROOT / "domains" / "openagi.yaml"
 TASKS = HERE / "data" / "openagi_tasks.jsonl"

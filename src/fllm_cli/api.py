@@ -11,52 +11,60 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from fllm_cli.automaton.explicit import (
-    ExplicitLookahead,
-    ExplicitPDA,
-    pda_from_spec,
-    verify_explicit,
-)
-from fllm_cli.automaton.lookahead import GrammarLookahead
-from fllm_cli.automaton.pda import PDA, pda_from_grammar
-from fllm_cli.diagnostics import article as _a
-from fllm_cli.errors import NoPlanError, PlanFileError, UsageError
-from fllm_cli.grammar.cfg import Grammar
-from fllm_cli.grammar.compile import domain_grammar, make_task
+from fllm_cli.automaton.pda import PDA
+from fllm_cli.diagnostics import Diagnostic
+from fllm_cli.domain.load import load_domain as parse_domain
+from fllm_cli.domain.load import read_domain
+from fllm_cli.domain.model import Domain
+from fllm_cli.domain.variables import placeholder_vars, resolve_vars
+from fllm_cli.errors import NoPlanError, PlanFileError, SpecError, UsageError
+from fllm_cli.kinds import Compiled, check_domain, kind_of
 from fllm_cli.llm.base import Model
 from fllm_cli.llm.registry import ModelOptions, make_model
-from fllm_cli.plan.document import build_document
-from fllm_cli.plan.model import Derivation
-from fllm_cli.search.automaton_prompting import (
-    AutomatonPrompter,
-    automaton_document,
-    resolve_vars,
-)
+from fllm_cli.search.interface import infer_interface
 from fllm_cli.search.planner import Budgets, Event, Planner, PlanStats
-from fllm_cli.search.prompting import Prompter
-from fllm_cli.domain.load import load_domain
+from fllm_cli.verify import Verdict
 
-__all__ = ["Problem", "compile_problem", "load_domain", "plan", "verify"]
-from fllm_cli.domain.model import Domain, Task
-from fllm_cli.verify import Verdict, verify_word
+__all__ = [
+    "PlanResult",
+    "Problem",
+    "compile_problem",
+    "load_domain",
+    "overview",
+    "plan",
+    "plan_task",
+    "read_plan_file",
+    "verify",
+]
+
+# A domain compiled for a task; every kind implements the same interface (fllm_cli.kinds).
+Problem = Compiled
 
 
-@dataclass
-class Problem:
-    """A domain compiled for a task: grammar (None for explicit automata), PDA, look-ahead."""
+def load_domain(spec: str | Path | Domain) -> Domain:
+    """Read a domain file and run every check of its kind; raise SpecError on any error."""
+    domain = spec if isinstance(spec, Domain) else parse_domain(spec)
+    diagnostics = check_domain(domain)
+    if any(d.severity == "error" for d in diagnostics):
+        raise SpecError(diagnostics)
+    return domain
 
-    domain: Domain
-    task: Task
-    grammar: Grammar | None
-    pda: PDA
-    lookahead: GrammarLookahead | ExplicitLookahead
-    vars: dict[str, str] = field(default_factory=dict)
+
+def diagnose_domain(path: str) -> tuple[list[Diagnostic], str]:
+    """Return every diagnostic of a domain file and a one-line summary (``fllm validate``)."""
+    domain, diagnostics = read_domain(path)
+    if domain is None:
+        return diagnostics, "domain"
+    if not any(d.severity == "error" for d in diagnostics):
+        diagnostics = diagnostics + check_domain(domain)
+    return diagnostics, kind_of(domain).summary(domain)
 
 
 def compile_problem(
-    spec: str | Domain,
+    spec: str | Path | Domain,
     *,
     inputs: list[str] | None = None,
     output: str | None = None,
@@ -69,45 +77,25 @@ def compile_problem(
     ``require_vars=False`` shows a missing variable as ``{name}`` instead of failing (for
     commands that only print the automaton).
     """
-    domain = load_domain(spec) if isinstance(spec, str) else spec
-    if require_vars:
-        values = resolve_vars(domain, variables)
-    else:
-        given = {**{v.name: v.default or f"{{{v.name}}}" for v in domain.vars}, **(variables or {})}
-        values = resolve_vars(domain, given)
-    if domain.kind == "automaton":
-        if inputs or output:
-            raise UsageError(
-                f"'{domain.name}' is an automaton domain: --input/--output do not apply"
-            )
-        assert domain.automaton is not None
-        epda = pda_from_spec(domain.automaton)
-        return Problem(domain, Task(task, (), ""), None, epda, ExplicitLookahead(epda), values)
-    if domain.kind == "tools":
-        the_task = make_task(domain, task, list(inputs or []), output)
-    else:
-        if inputs or output:
-            raise UsageError(f"'{domain.name}' is a grammar domain: --input/--output do not apply")
-        the_task = Task(task, (), "")
-    grammar = domain_grammar(domain, the_task)
-    pda = pda_from_grammar(grammar)
-    return Problem(domain, the_task, grammar, pda, GrammarLookahead(pda), values)
+    domain = load_domain(spec)
+    values = (
+        resolve_vars(domain, variables) if require_vars else placeholder_vars(domain, variables)
+    )
+    return kind_of(domain).compile(domain, task, list(inputs or []), output, values)
+
+
+def overview(spec: str | Domain, variables: dict[str, str] | None = None) -> PDA:
+    """Return the automaton of a domain when no task is given (what ``render-pda`` shows)."""
+    domain = load_domain(spec)
+    return kind_of(domain).overview(domain, placeholder_vars(domain, variables))
 
 
 def check_solvable(problem: Problem) -> None:
     """Refuse a task with no valid plan before any model call, saying why."""
     if problem.lookahead.word_exists():
         return
-    t = problem.task
-    if problem.domain.kind == "tools":
-        given = ", ".join(f"{n} ({m})" for n, m in t.inputs)
-        raise NoPlanError(
-            f"no valid plan can produce {_a(t.output)} {t.output} output from {given} "
-            f"with the tools of '{problem.domain.name}' and their use limits",
-            hint="check --input/--output, or the tools' max_uses",
-        )
-    what = "automaton" if problem.domain.kind == "automaton" else "grammar"
-    raise NoPlanError(f"the {what} of '{problem.domain.name}' accepts no plan under its limits")
+    message, hint = problem.no_plan()
+    raise NoPlanError(message, hint=hint)
 
 
 @dataclass
@@ -115,7 +103,7 @@ class PlanResult:
     """A plan and how it was made."""
 
     document: dict[str, Any]
-    derivation: Derivation | None
+    derivation: Any  # the derivation tree (grammar-based kinds) or None
     stats: PlanStats
     trace: list[dict[str, Any]] = field(default_factory=list)
 
@@ -137,57 +125,60 @@ def plan(
     check_solvable(problem)
     backend = model if isinstance(model, Model) else make_model(model, options)
     records: list[dict[str, Any]] = [] if trace is None else trace
-    if isinstance(problem.pda, ExplicitPDA):
-        return _plan_automaton(problem, problem.pda, backend, budgets, on_event, records)
-    assert problem.grammar is not None
-    prompter = Prompter(problem.domain, problem.grammar, problem.pda, problem.task, problem.vars)
     planner = Planner(
         problem.pda,
         problem.lookahead,
         backend,
-        prompter,
+        problem.prompter(),
         budgets or Budgets(),
         on_event,
         trace=records,
     )
     final = planner.run()
-    derivation = Derivation.from_config(problem.grammar, final)
-    verdict = verify_word(problem.pda, derivation.word)
+    doc, derivation = problem.document(final, backend.name, planner.stats.as_dict())
+    verdict = problem.verify(doc["word"])
     if not verdict.valid:  # a bug, never a user's problem: refuse to present it as valid
         raise NoPlanError(f"internal error: planned word failed verification: {verdict.reason}")
-    stats = planner.stats.as_dict()
-    doc = build_document(problem.domain, problem.task, derivation, backend.name, stats)
-    if problem.vars:
-        doc["vars"] = dict(problem.vars)
     return PlanResult(doc, derivation, planner.stats, planner.trace)
 
 
-def _plan_automaton(
-    problem: Problem,
-    pda: ExplicitPDA,
-    backend: Model,
-    budgets: Budgets | None,
-    on_event: Event | None,
-    records: list[dict[str, Any]],
+def plan_task(
+    spec: str | Domain,
+    task: str,
+    model: str | Model | None = None,
+    *,
+    inputs: list[str] | None = None,
+    output: str | None = None,
+    variables: dict[str, str] | None = None,
+    budgets: Budgets | None = None,
+    options: ModelOptions | None = None,
+    on_event: Event | None = None,
+    trace: list[dict[str, Any]] | None = None,
 ) -> PlanResult:
-    prompter = AutomatonPrompter(problem.domain, pda, problem.task.text, problem.vars)
-    planner = Planner(
-        pda, problem.lookahead, backend, prompter, budgets or Budgets(), on_event, trace=records
+    """Plan a task from its text: ask the model for the interface when none is given, then plan.
+
+    The interface question (what the task provides and produces) is asked only of kinds that
+    have one, among the interfaces for which a plan exists; its calls count in the plan's stats.
+    """
+    domain = load_domain(spec)
+    backend = model if isinstance(model, Model) else make_model(model, options)
+    records: list[dict[str, Any]] = [] if trace is None else trace
+    inputs = list(inputs or [])
+    asked: list[Any] = []
+    if kind_of(domain).has_interface:
+        if not inputs and output is None:
+            inputs, output, asked = infer_interface(domain, task, backend, records)
+        elif not inputs or output is None:
+            raise UsageError("give both --input and --output, or neither (then the model is asked)")
+    problem = compile_problem(domain, inputs=inputs, output=output, task=task, variables=variables)
+    result = plan(
+        problem, backend, budgets=budgets, options=options, on_event=on_event, trace=records
     )
-    final = planner.run()
-    verdict = verify_explicit(pda, final.word_list())
-    if not verdict.valid:  # a bug, never a user's problem
-        raise NoPlanError(f"internal error: planned word failed verification: {verdict.reason}")
-    doc = automaton_document(
-        problem.domain,
-        pda,
-        final,
-        problem.task.text,
-        problem.vars,
-        backend.name,
-        planner.stats.as_dict(),
-    )
-    return PlanResult(doc, None, planner.stats, planner.trace)
+    stats = result.document["stats"]
+    stats["llm_calls"] += sum(r.calls for r in asked)
+    stats["choice_points"] += len(asked)
+    stats["fallbacks"] += sum(r.fallback for r in asked)
+    return result
 
 
 def read_plan_file(text: str, path: str) -> tuple[list[str], dict[str, Any] | None]:
@@ -225,7 +216,4 @@ def word_line_numbers(text: str) -> list[int]:
 
 def verify(problem: Problem, word: list[str]) -> Verdict:
     """Decide whether ``word`` is a valid plan for the problem."""
-    if isinstance(problem.pda, ExplicitPDA):
-        v = verify_explicit(problem.pda, word)
-        return Verdict(v.valid, None, v.position, v.reason, v.config)
-    return verify_word(problem.pda, word)
+    return problem.verify(word)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fllm_cli import api
+from fllm_cli.api import load_domain
 from fllm_cli.bench.parse import ParseError, parse_plan, segments
-from fllm_cli.domain.load import load_domain
 from fllm_cli.domain.model import Task
 
 IMAGE_TO_TEXT = Task("t", (("image", "image"),), "text")

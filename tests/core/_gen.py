@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from hypothesis import strategies as st
 
 from fllm_cli.automaton.pda import PDA, Config
-from fllm_cli.grammar.cfg import Grammar, Production, Terminal
 from fllm_cli.domain.model import Domain, Limits, Modality, Task, Tool
+from fllm_cli.grammar.cfg import Grammar, Production, Terminal
 
 # -- random grammars -------------------------------------------------------------------------
 

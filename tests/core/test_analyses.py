@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from fllm_cli import api
+from fllm_cli.api import load_domain
 from fllm_cli.automaton.lookahead import GrammarLookahead
 from fllm_cli.automaton.pda import pda_from_grammar
+from fllm_cli.domain.model import Domain, Limits, Modality, Task, Tool
 from fllm_cli.errors import NoPlanError, UsageError
 from fllm_cli.grammar.cfg import INF, Grammar, Production, Terminal
 from fllm_cli.grammar.compile import make_task, parse_inputs, tool_grammar
-from fllm_cli.domain.check import check_domain
-from fllm_cli.domain.load import load_domain
-from fllm_cli.domain.model import Domain, Limits, Modality, Task, Tool
+from fllm_cli.kinds import check_domain
 from fllm_cli.verify import verify_word
 
 ROOT = Path(__file__).resolve().parents[2]

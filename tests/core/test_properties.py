@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from fllm_cli.automaton.lookahead import GrammarLookahead
 from fllm_cli.automaton.pda import pda_from_grammar
+from fllm_cli.domain.model import Domain, Task
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.grammar.compile import tool_grammar
 from fllm_cli.plan.model import Derivation, TreeNode
-from fllm_cli.domain.model import Domain, Task
 from fllm_cli.verify import verify_word
 from tests.core._gen import (
     TooBig,

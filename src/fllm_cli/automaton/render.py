@@ -1,12 +1,10 @@
-"""Print an automaton: a rich table, Graphviz DOT, Mermaid, or JSON."""
+"""Describe an automaton: table rows, Graphviz DOT, Mermaid, or JSON (the CLI draws tables)."""
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
 from typing import Any
-
-from rich.table import Table
 
 from fllm_cli.automaton.pda import PDA
 
@@ -86,21 +84,21 @@ def to_mermaid(pda: PDA) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_table(pda: PDA, title: str = "") -> Table:
-    """Return a rich table of the transitions, with the automaton's facts as caption."""
-    table = Table(title=title or None, show_lines=False, expand=False)
-    table.add_column("#", justify="right", style="dim")
-    table.add_column("from")
-    table.add_column("to")
-    table.add_column("transition (input, pop; push)")
-    for i, t in enumerate(pda.transitions, 1):
-        table.add_row(str(i), t.source, t.target, t.label())
-    table.caption = (
+TABLE_HEADERS = ("#", "from", "to", "transition (input, pop; push)")
+
+
+def table_rows(pda: PDA) -> list[tuple[str, str, str, str]]:
+    """Return one row per transition: number, source, target, ``(input, pop; push)``."""
+    return [(str(i), t.source, t.target, t.label()) for i, t in enumerate(pda.transitions, 1)]
+
+
+def facts(pda: PDA) -> str:
+    """Return the automaton's states, start, accepting states and stacks in two lines."""
+    return (
         f"states {{{', '.join(pda.states)}}}  start {pda.start}  "
         f"accept {{{', '.join(pda.accept)}}}  initial stack {pda.bottom}\n"
         f"stack alphabet {{{', '.join(pda.stack_alphabet)}}}"
     )
-    return table
 
 
 def to_plain_table(pda: PDA) -> str:

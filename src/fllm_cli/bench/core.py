@@ -8,18 +8,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fllm_cli.api import load_domain
 from fllm_cli.bench import report as rep
 from fllm_cli.bench.runner import ModelPool, OnResult, pending_pairs, run_pairs
 from fllm_cli.bench.scoring import summarize
 from fllm_cli.bench.strategies import STRATEGIES, BenchConfig, Outcome
 from fllm_cli.bench.tasks import BenchTask, LineError, load_tasks
 from fllm_cli.diagnostics import did_you_mean
+from fllm_cli.domain.model import Domain
 from fllm_cli.errors import UsageError
 from fllm_cli.llm.base import Model
 from fllm_cli.llm.registry import ModelOptions, make_model, resolve_model_name
 from fllm_cli.search.planner import Budgets
-from fllm_cli.domain.load import load_domain
-from fllm_cli.domain.model import Domain
 
 SHARED_LOCKED = ("local", "scripted", "replay")
 

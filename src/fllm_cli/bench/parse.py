@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from fllm_cli.bench.match import Matcher, Mention, stem
 from fllm_cli.diagnostics import did_you_mean
 from fllm_cli.domain.model import Domain, Task
+from fllm_cli.kinds import kind_of
 
 _MARKER = re.compile(r"(?im)(?:^|(?<=\s))(?:ste?p|setp)\s*(\d+)\s*[:.)\-–]|^\s*(\d+)[.)]\s")
 _STEP_REF = re.compile(r"(?i)\bste?ps?\s*(\d+)((?:\s*(?:,|and|&)\s*\d+)*)")
@@ -90,7 +91,7 @@ def parse_plan(text: str, domain: Domain, task: Task) -> list[str]:
     drop = frozenset(w for m in domain.modalities for w in (m.name, m.phrase))
     matcher = Matcher(names, drop)
     segs = segments(text)
-    if domain.kind != "tools":
+    if not kind_of(domain).has_interface:
         word = [m.name for s in segs for m in matcher.find(s.text)]
         if not word:
             raise ParseError(f"the reply names no step of '{domain.name}'")
@@ -101,10 +102,10 @@ def parse_plan(text: str, domain: Domain, task: Task) -> list[str]:
 
 def _terminal_names(domain: Domain) -> list[str]:
     """Return the names the text may use: tools, or the grammar's terminals."""
-    if domain.kind == "tools":
+    if kind_of(domain).has_interface:
         return [t.name for t in domain.tools]
-    assert domain.grammar is not None
-    return [t.name for t in domain.grammar.terminals]
+    grammar = domain.grammar
+    return [t.name for t in grammar.terminals] if grammar is not None else []
 
 
 def _steps(segs: list[Segment], matcher: Matcher, domain: Domain, task: Task) -> list[PlanStep]:

@@ -6,9 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-from rich.text import Text
-
 from fllm_cli.errors import UsageError
 
 REPORT_VERSION = 2
@@ -94,37 +91,16 @@ def _cells(name: str, row: dict[str, Any], cols: list[tuple[str, str]]) -> list[
     return [name if key == "strategy" else fmt_value(key, row.get(key)) for key, _ in cols]
 
 
-def rich_table(report: dict[str, Any]) -> Table:
-    """Return the per-strategy summary as a rich table."""
+def summary_rows(
+    report: dict[str, Any],
+) -> tuple[str, list[tuple[str, str]], list[list[str]]]:
+    """Return the summary's title, its (key, label) columns and one row of cells per strategy."""
     summary = report["summary"]
     title = f"fllm bench: {report['domain']} with {report['model']}"
     if report.get("partial"):
         title += " (partial)"
-    table = Table(title=title)
     cols = _columns(summary)
-    rows = [_cells(name, row, cols) for name, row in summary.items()]
-    for index, (key, label) in enumerate(cols):
-        # Figures are never cut: a narrow terminal wraps the table instead of eliding digits.
-        widest = max([len(label), *(len(r[index]) for r in rows)])
-        table.add_column(
-            label, justify="left" if key == "strategy" else "right", no_wrap=True, min_width=widest
-        )
-    for cells in rows:
-        table.add_row(*cells)
-    return table
-
-
-def rich_blocks(report: dict[str, Any]) -> Text:
-    """Return the summary as one 'label: value' block per strategy, for narrow terminals."""
-    summary = report["summary"]
-    cols = _columns(summary)
-    text = Text(f"fllm bench: {report['domain']} with {report['model']}\n", style="bold")
-    for name, row in summary.items():
-        text.append(f"{name}\n", style="bold")
-        for (key, label), cell in zip(cols, _cells(name, row, cols)):
-            if key != "strategy":
-                text.append(f"  {label}: {cell}\n")
-    return text
+    return title, cols, [_cells(name, row, cols) for name, row in summary.items()]
 
 
 def markdown_table(report: dict[str, Any]) -> str:

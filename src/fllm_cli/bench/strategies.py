@@ -11,12 +11,11 @@ from fllm_cli.bench.meter import Meter
 from fllm_cli.bench.parse import ParseError, parse_plan
 from fllm_cli.bench.scoring import plan_tools, score
 from fllm_cli.bench.tasks import BenchTask, reference_tools
+from fllm_cli.domain.model import Domain
 from fllm_cli.errors import BackendError, FllmError
 from fllm_cli.llm.base import GenerateRequest, Model
-from fllm_cli.plan.document import build_document
 from fllm_cli.prompts import render
 from fllm_cli.search.planner import Budgets
-from fllm_cli.domain.model import Domain
 
 STRATEGIES = ("formal", "zero-shot", "few-shot")
 TEMPLATES = {"zero-shot": "bench/zero_shot.j2", "few-shot": "bench/few_shot.j2"}
@@ -136,11 +135,10 @@ def _baseline(
         return
     row["word"] = word
     verdict = api.verify(problem, word)
-    if not verdict.valid or verdict.derivation is None:
+    if not verdict.valid:
         _fail(row, "verify", f"position {verdict.position}: {verdict.reason}")
         return
-    doc = build_document(config.domain, problem.task, verdict.derivation, config.model_name)
-    row.update(valid=True, plan=doc)
+    row.update(valid=True, plan=problem.verified_document(verdict, config.model_name))
 
 
 def prompt_vars(config: BenchConfig, task: BenchTask, strategy: str) -> dict[str, Any]:

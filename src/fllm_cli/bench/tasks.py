@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fllm_cli.domain.model import Domain
+from fllm_cli.kinds import kind_of
 from fllm_cli.textio import read_text
 
 
@@ -108,7 +109,7 @@ def _interface(
     obj: dict[str, Any], text: str, reference: tuple[str, ...] | None, domain: Domain
 ) -> tuple[tuple[str, ...], str | None]:
     """Return the task's inputs and output, reading them from the text when absent."""
-    if domain.kind != "tools":
+    if not kind_of(domain).has_interface:
         return (), None
     inputs = obj.get("inputs")
     output = obj.get("output")

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from fllm_cli.bench import report as rep
 from fllm_cli.bench.core import BenchOptions, BenchRun, parse_strategies, run_bench
+from fllm_cli.cli import views
 from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
 from fllm_cli.cli.options import (
     DEFAULT_RETRIES,
@@ -184,11 +185,10 @@ def _emit(run: BenchRun, fmt: str, console: Console | None = None) -> None:
         sys.stdout.write(json.dumps(run.report["summary"], indent=2) + "\n")
     else:
         out = console or stdout_console()
-        table = rep.rich_table(run.report)
-        needed = sum((column.min_width or 0) + 3 for column in table.columns) + 1
-        if needed > out.width:
+        table = views.bench_table(run.report)
+        if views.table_width(table) > out.width:
             # Too narrow for the table: one block per strategy, nothing cut.
-            out.print(rep.rich_blocks(run.report))
+            out.print(views.bench_blocks(run.report))
         else:
             out.print(table)
 

@@ -14,8 +14,7 @@ from rich.tree import Tree
 
 from fllm_cli import api
 from fllm_cli.automaton import render as pda_render
-from fllm_cli.automaton.explicit import ExplicitPDA
-from fllm_cli.automaton.pda import pda_from_grammar
+from fllm_cli.cli import views
 from fllm_cli.cli.common import (
     plain_text,
     read_text_arg,
@@ -25,13 +24,9 @@ from fllm_cli.cli.common import (
 )
 from fllm_cli.cli.options import OutOpt, check_format, format_option
 from fllm_cli.diagnostics import Diagnostic, sort_key
-from fllm_cli.grammar.compile import domain_grammar
-from fllm_cli.plan.document import build_document, step_lines
+from fllm_cli.domain.variables import parse_var_options
 from fllm_cli.plan.model import Derivation, TreeNode
 from fllm_cli.resources import resolve_spec_path
-from fllm_cli.search.automaton_prompting import parse_var_options, plan_steps
-from fllm_cli.domain.check import check_domain
-from fllm_cli.domain.load import load_domain, read_domain
 from fllm_cli.textio import read_text
 
 INPUT_HELP = (
@@ -69,27 +64,7 @@ def diagnose(path: str) -> tuple[list[Diagnostic], str]:
     if kind == "problem":
         solve: Any = _module("fllm_cli.solve")
         return solve.validate_problem_spec(resolved), "problem"
-    domain, diags = read_domain(path)
-    if domain is not None and not any(d.severity == "error" for d in diags):
-        diags = diags + check_domain(domain)
-    summary = "domain"
-    if domain is not None:
-        if domain.kind == "tools":
-            summary = (
-                f"tool domain '{domain.name}': {len(domain.tools)} tools, "
-                f"{len(domain.modalities)} modalities"
-            )
-        elif domain.automaton is not None:
-            summary = (
-                f"automaton domain '{domain.name}': {len(domain.automaton.states)} states, "
-                f"{len(domain.automaton.transitions)} transitions"
-            )
-        elif domain.grammar is not None:
-            summary = (
-                f"grammar domain '{domain.name}': {len(domain.grammar.productions)} productions, "
-                f"{len(domain.grammar.terminals)} terminals"
-            )
-    return diags, summary
+    return api.diagnose_domain(path)
 
 
 VALIDATE_FORMATS = ("rich", "json")
@@ -180,13 +155,13 @@ def render_pda(
         ltl: Any = _module("fllm_cli.ltl")
         path = str(resolve_spec_path(spec))
         if fmt == "rich":
-            _show(ltl.agent_automaton_table(path), out_file)
+            _show(views.agent_table(*ltl.agent_automaton(path)), out_file)
         else:
             _write_text(ltl.render_agent_automaton(path, fmt), out_file)
         return
-    domain = load_domain(spec)
-    if domain.kind == "tools" and output is None and not inputs:
-        pda = pda_from_grammar(domain_grammar(domain))  # the default task: every interface
+    domain = api.load_domain(spec)
+    if output is None and not inputs:
+        pda = api.overview(domain, parse_var_options(var))
     else:
         pda = api.compile_problem(
             domain,
@@ -196,7 +171,7 @@ def render_pda(
             require_vars=False,
         ).pda
     if fmt == "rich":
-        _show(pda_render.to_table(pda, f"PDA of {domain.name}"), out_file)
+        _show(views.pda_table(pda, f"PDA of {domain.name}"), out_file)
     else:
         text = {
             "dot": pda_render.to_dot,
@@ -297,7 +272,7 @@ def verify(
     )
     verdict = api.verify(problem, word)
     where = _failure_place(verdict, text, shown, doc) if not verdict.valid else None
-    steps = _verified_steps(problem, verdict) if verdict.valid else []
+    steps = problem.steps(verdict) if verdict.valid else []
     report = {
         "valid": verdict.valid,
         "symbols": len(word),
@@ -327,15 +302,6 @@ def _failure_place(verdict: Any, text: str, shown: str, doc: dict[str, Any] | No
         else len(text.splitlines())
     )
     return f"{shown}:{line}:1"
-
-
-def _verified_steps(problem: Any, verdict: Any) -> list[str]:
-    """Return the execution-order lines of a valid plan."""
-    if verdict.config is not None and isinstance(problem.pda, ExplicitPDA):
-        steps = plan_steps(problem.domain.automaton, problem.pda, verdict.config, problem.vars)
-        return step_lines({"steps": steps}, problem.task)
-    document = build_document(problem.domain, problem.task, verdict.derivation, "")
-    return step_lines(document, problem.task)
 
 
 def _print_verdict(report: dict[str, Any], fmt: str, verdict: Any, spec: str) -> None:

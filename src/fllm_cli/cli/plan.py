@@ -30,14 +30,12 @@ from fllm_cli.cli.options import (
     renamed,
 )
 from fllm_cli.cli.progress import LiveStatus
-from fllm_cli.errors import FllmError, UsageError
-from fllm_cli.llm.registry import ModelOptions, make_model, resolve_model_name
+from fllm_cli.domain.variables import parse_var_options
+from fllm_cli.errors import FllmError
+from fllm_cli.llm.registry import make_model, resolve_model_name
 from fllm_cli.plan.document import step_lines
 from fllm_cli.plan.export import EXPORTERS, FORMATS
-from fllm_cli.search.automaton_prompting import parse_var_options, resolve_vars
-from fllm_cli.search.interface import infer_interface
 from fllm_cli.search.planner import Budgets
-from fllm_cli.domain.load import load_domain
 
 VAR_HELP = "A scenario variable of the domain: NAME=VALUE (repeatable), e.g. --var buyer=Microsoft."
 
@@ -120,25 +118,25 @@ def plan(
     """
     fmt = check_format(fmt, FORMATS)
     moves = renamed(max_moves, max_steps, "--max-moves", "--max-steps", quiet)
-    domain = load_domain(spec)
-    variables = resolve_vars(domain, parse_var_options(var))
+    domain = api.load_domain(spec)
+    variables = parse_var_options(var)
     options = model_options(api_base, temperature, timeout, retries, no_cache, max_cost)
     status = LiveStatus("planning", enabled=not quiet)
     backend = status.observe(make_model(model, options), max_seconds)
     trace: list[dict[str, Any]] = []
     try:
         with status:
-            result, pre_calls = _run(
+            result = api.plan_task(
                 domain,
                 task,
-                inputs,
-                output,
                 backend,
-                options,
-                Budgets(max_llm_calls, max_backtracks, moves, max_cost),
-                trace,
-                _on_event(status),
-                variables,
+                inputs=inputs,
+                output=output,
+                variables=variables,
+                budgets=Budgets(max_llm_calls, max_backtracks, moves, max_cost),
+                options=options,
+                on_event=_on_event(status),
+                trace=trace,
             )
     except FllmError:
         if trace_file:
@@ -148,43 +146,12 @@ def plan(
         backend.close()
     doc = result.document
     doc["model"] = resolve_model_name(model)
-    for key, value in pre_calls.items():
-        doc["stats"][key] += value
     info = backend.info()
     if info:
         doc["stats"]["backend"] = info
     if trace_file:
         _write_trace(trace_file, trace)
     _emit(doc, result, fmt, out_file, quiet)
-
-
-def _run(
-    domain: Any,
-    task: str,
-    inputs: list[str],
-    output: str | None,
-    backend: Any,
-    options: ModelOptions,
-    budgets: Budgets,
-    trace: list[dict[str, Any]],
-    on_event: Any,
-    variables: dict[str, str] | None = None,
-) -> tuple[api.PlanResult, dict[str, Any]]:
-    pre = {"llm_calls": 0, "choice_points": 0, "fallbacks": 0}
-    if domain.kind == "tools" and not inputs and output is None:
-        inputs, output, asked = infer_interface(domain, task, backend, trace)
-        pre["llm_calls"] = sum(r.calls for r in asked)
-        pre["choice_points"] = len(asked)
-        pre["fallbacks"] = sum(r.fallback for r in asked)
-    elif domain.kind == "tools" and (not inputs or output is None):
-        raise UsageError("give both --input and --output, or neither (then the model is asked)")
-    problem = api.compile_problem(
-        domain, inputs=inputs, output=output, task=task, variables=variables
-    )
-    result = api.plan(
-        problem, backend, budgets=budgets, options=options, on_event=on_event, trace=trace
-    )
-    return result, pre
 
 
 def _write_trace(path: str, records: list[dict[str, Any]]) -> None:

@@ -16,8 +16,6 @@ from typing import Any
 import jinja2
 
 from fllm_cli.diagnostics import Location
-from fllm_cli.errors import FllmError
-from fllm_cli.prompts import environment
 from fllm_cli.domain.model import (
     AutomatonSpec,
     Binding,
@@ -28,6 +26,8 @@ from fllm_cli.domain.model import (
     VarSpec,
 )
 from fllm_cli.domain.yamlloc import Node, Reader
+from fllm_cli.errors import FllmError
+from fllm_cli.prompts import environment
 
 ANY = "∀"
 ANY_SPELLINGS = {"∀", "*", "any"}

@@ -8,9 +8,9 @@ import jinja2
 from jinja2 import meta
 
 from fllm_cli.diagnostics import Location, did_you_mean
-from fllm_cli.prompts import environment
 from fllm_cli.domain.automaton import ANY, TEXT_NAMES
 from fllm_cli.domain.model import AutomatonSpec, Text, VarSpec
+from fllm_cli.prompts import environment
 
 
 def _env() -> jinja2.Environment:

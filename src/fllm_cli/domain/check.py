@@ -1,4 +1,8 @@
-"""Semantic checks of a loaded domain: names, symbols, analyses, prompt templates."""
+"""Checks of a loaded domain that need no compiling: names, modalities, sets, prompt templates.
+
+Checks that compile the domain (can a plan exist, is a symbol productive) belong to each domain
+kind (``fllm_cli.kinds``), which runs these first.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +11,10 @@ from collections import Counter
 import jinja2
 from jinja2 import meta
 
-from fllm_cli.automaton.lookahead import GrammarLookahead
-from fllm_cli.automaton.pda import pda_from_grammar
-from fllm_cli.diagnostics import Diagnostic, Location, Severity, did_you_mean
-from fllm_cli.diagnostics import article as _a
-from fllm_cli.grammar.cfg import Grammar
-from fllm_cli.grammar.compile import explicit_grammar, tool_grammar
-from fllm_cli.prompts import environment
+from fllm_cli.diagnostics import Diagnostic, Location, did_you_mean
 from fllm_cli.domain.automaton_check import check_automaton
-from fllm_cli.domain.model import Domain, Task
+from fllm_cli.domain.model import DEFAULT_TEMPLATES, Domain, default_template
+from fllm_cli.prompts import environment
 
 # Variables each prompt template may use (documented in docs/spec.md).
 TEMPLATE_VARIABLES: dict[str, frozenset[str]] = {
@@ -43,27 +42,15 @@ TEMPLATE_VARIABLES: dict[str, frozenset[str]] = {
     ),
     "interface": frozenset({"task", "domain", "intro", "question", "choices", "chosen"}),
 }
-DEFAULT_TEMPLATES = {"choice": "plan/choice.j2", "interface": "plan/interface.j2"}
 
 
-def check_domain(domain: Domain) -> list[Diagnostic]:
-    """Return every semantic problem of ``domain``."""
-    out: list[Diagnostic] = []
-    if domain.kind == "tools":
-        out += _check_tools(domain)
-    elif domain.kind == "automaton":
-        out += _check_automaton(domain)
-    else:
-        out += _check_grammar(domain, explicit_grammar(domain))
-        out += _check_sets(domain)
-    out += check_templates(domain)
-    return out
+def has_errors(diagnostics: list[Diagnostic]) -> bool:
+    """Return True when any diagnostic is an error."""
+    return any(d.severity == "error" for d in diagnostics)
 
 
-def _check_automaton(domain: Domain) -> list[Diagnostic]:
-    """Structure of an explicit automaton, then: does it accept any word at all?"""
-    from fllm_cli.automaton.explicit import ExplicitLookahead, pda_from_spec
-
+def check_automaton_structure(domain: Domain) -> list[Diagnostic]:
+    """Structure of an explicit automaton and its per-state templates."""
     spec = domain.automaton
     if spec is None:
         return []
@@ -74,25 +61,24 @@ def _check_automaton(domain: Domain) -> list[Diagnostic]:
         lambda m, loc: out.append(Diagnostic("error", m, loc)),
         lambda m, loc: out.append(Diagnostic("warning", m, loc)),
     )
-    if any(d.severity == "error" for d in out):
-        return out
-    pda = pda_from_spec(spec)
-    look = ExplicitLookahead(pda)
-    if not look.word_exists():
-        out.append(Diagnostic("error", "the automaton accepts no word", spec.loc))
-    reached = {pda.start} | {t.target for t in pda.transitions}
-    for s in spec.states:
-        if s.name not in reached:
-            out.append(Diagnostic("warning", f"state '{s.name}' is unreachable", s.loc))
     for s in spec.states:
         if s.template is not None:
             out += _check_one_template(domain, "choice", s.template, s.loc)
     return out
 
 
+def check_grammar_structure(domain: Domain) -> list[Diagnostic]:
+    """Duplicate terminals and the templates of set-valued symbols."""
+    spec = domain.grammar
+    if spec is None:
+        return []
+    return _dups([(s.name, s.loc) for s in spec.terminals], "terminal") + _check_sets(domain)
+
+
 def _check_sets(domain: Domain) -> list[Diagnostic]:
     spec = domain.grammar
-    assert spec is not None
+    if spec is None:
+        return []
     out: list[Diagnostic] = []
     env = environment(())
     names = {"element", "chosen", "parent_step", "phrase"} | {v.name for v in domain.vars}
@@ -125,7 +111,8 @@ def _dups(names: list[tuple[str, Location]], what: str) -> list[Diagnostic]:
     return out
 
 
-def _check_tools(domain: Domain) -> list[Diagnostic]:
+def check_tool_structure(domain: Domain) -> list[Diagnostic]:
+    """Modalities, tool names and the task interface of a tool domain."""
     out: list[Diagnostic] = []
     mods = [m.name for m in domain.modalities]
     if not mods:
@@ -162,86 +149,6 @@ def _check_tools(domain: Domain) -> list[Diagnostic]:
                         iface.loc,
                     )
                 )
-    if any(d.severity == "error" for d in out):
-        return out
-    return out + _check_tool_plans(domain)
-
-
-def _check_tool_plans(domain: Domain) -> list[Diagnostic]:
-    """Under the task interface: which outputs have plans, which tools can ever be used."""
-    iface = domain.task
-    mods = tuple(m.name for m in domain.modalities)
-    ins = iface.inputs if iface and iface.inputs else mods
-    outs = iface.outputs if iface and iface.outputs else mods
-    where = iface.loc if iface else Location(domain.path, 1, 1)
-    out: list[Diagnostic] = []
-    usable: set[str] = set()
-    any_plan = False
-    for output in outs:
-        task = Task("", tuple((m, m) for m in ins), output)
-        # A smaller budget keeps validate quick; an exhausted search only suppresses a warning.
-        look = GrammarLookahead(pda_from_grammar(tool_grammar(domain, task)), node_budget=20_000)
-        if not look.word_exists():
-            out.append(
-                Diagnostic(
-                    "warning",
-                    f"no plan can produce {_a(output)} {output} output "
-                    f"from {', '.join(ins)} inputs",
-                    where,
-                )
-            )
-            continue
-        any_plan = True
-        for tool in domain.tools:
-            if tool.name in usable:
-                continue
-            if look.word_exists(frozenset({tool.name})) or look.exhausted_last:
-                usable.add(tool.name)  # an exhausted search proves nothing: no warning
-    if not any_plan:
-        out.append(Diagnostic("error", "no plan exists for any task of the task interface", where))
-        return out
-    for tool in domain.tools:
-        if tool.name not in usable:
-            out.append(
-                Diagnostic(
-                    "warning",
-                    f"tool '{tool.name}' can never occur in a plan of the task interface",
-                    tool.loc,
-                )
-            )
-    return out
-
-
-def _check_grammar(domain: Domain, grammar: Grammar) -> list[Diagnostic]:
-    spec = domain.grammar
-    assert spec is not None
-    out: list[Diagnostic] = []
-    out += _dups([(s.name, s.loc) for s in spec.terminals], "terminal")
-    locs = {s.name: s.loc for s in (*spec.nonterminals, *spec.terminals)}
-    for n in grammar.nonterminals:
-        if n not in grammar.productive:
-            sev: Severity = "error" if n == grammar.start else "warning"
-            out.append(
-                Diagnostic(
-                    sev,
-                    f"nonterminal '{n}' derives no terminal word (unproductive)",
-                    locs.get(n, spec.loc),
-                )
-            )
-    used = {s for p in grammar.productions for s in p.rhs}
-    for name in (*grammar.nonterminals, *(t.name for t in grammar.terminals)):
-        if name not in grammar.reachable:
-            kind = "terminal" if grammar.is_terminal(name) else "nonterminal"
-            detail = (
-                "is never used"
-                if name not in used and name != grammar.start
-                else "is unreachable from the start symbol"
-            )
-            out.append(Diagnostic("warning", f"{kind} '{name}' {detail}", locs.get(name, spec.loc)))
-    if grammar.start in grammar.productive:
-        look = GrammarLookahead(pda_from_grammar(grammar))
-        if not look.word_exists():
-            out.append(Diagnostic("error", "no word satisfies the use limits", spec.loc))
     return out
 
 
@@ -249,17 +156,10 @@ def check_templates(domain: Domain) -> list[Diagnostic]:
     """Check that every prompt template exists, parses, and uses only known variables."""
     out: list[Diagnostic] = []
     for key in sorted(set(DEFAULT_TEMPLATES) | set(domain.prompts)):
-        name = domain.prompts.get(key, default_template(domain, key))
+        name = domain.prompts.get(key) or default_template(domain, key)
         loc = domain.prompt_locs.get(key, Location(domain.path))
         out += _check_one_template(domain, key, name, loc)
     return out
-
-
-def default_template(domain: Domain, key: str) -> str:
-    """Return the shipped template for prompt ``key`` of this kind of domain."""
-    if key == "choice" and domain.kind == "automaton":
-        return "plan/automaton.j2"
-    return DEFAULT_TEMPLATES.get(key, "")
 
 
 def _check_one_template(domain: Domain, key: str, name: str, loc: Location) -> list[Diagnostic]:

@@ -5,21 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from fllm_cli.diagnostics import Diagnostic, Location, did_you_mean
-from fllm_cli.errors import SpecError
-from fllm_cli.grammar.cfg import Production
-from fllm_cli.resources import resolve_spec_path
 from fllm_cli.domain.automaton import read_automaton, read_vars
 from fllm_cli.domain.model import (
     Domain,
     GrammarSpec,
     Limits,
     Modality,
+    Production,
     SetSpec,
     SymbolInfo,
     TaskInterface,
     Tool,
 )
 from fllm_cli.domain.yamlloc import Node, Reader, load
+from fllm_cli.errors import SpecError
+from fllm_cli.resources import resolve_spec_path
 from fllm_cli.textio import read_text
 
 TOP_KEYS = {
@@ -73,14 +73,14 @@ def read_domain(path: str | Path) -> tuple[Domain | None, list[Diagnostic]]:
 
 
 def load_domain(path: str | Path) -> Domain:
-    """Return the domain at ``path`` or raise SpecError with every problem found."""
-    from fllm_cli.domain.check import check_domain
+    """Return the parsed domain at ``path`` or raise SpecError with every problem found.
 
+    Only reading and structure: the checks that compile the domain for its kind run in
+    ``fllm_cli.kinds.check_domain`` (``fllm_cli.api.load_domain`` runs both).
+    """
     # A file that cannot be read at all is a misuse of the command (exit 2), not a bad spec.
     read_text(resolve_spec_path(path), "domain file")
     domain, diags = read_domain(path)
-    if domain is not None:
-        diags = diags + check_domain(domain)
     if domain is None or any(d.severity == "error" for d in diags):
         raise SpecError(diags)
     return domain

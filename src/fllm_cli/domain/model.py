@@ -6,9 +6,27 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fllm_cli.diagnostics import Location
-from fllm_cli.grammar.cfg import Production
 
 DomainKind = Literal["tools", "grammar", "automaton"]
+
+
+@dataclass(frozen=True)
+class Production:
+    """``lhs → rhs``; an empty rhs is ε. Read from a grammar domain, used by the CFG model."""
+
+    lhs: str
+    rhs: tuple[str, ...]
+    description: str = ""
+
+    def __str__(self) -> str:
+        body = " ".join(_quote(s) for s in self.rhs) if self.rhs else "ε"
+        return f"{self.lhs} → {body}"
+
+
+def _quote(symbol: str) -> str:
+    return f"'{symbol}'" if " " in symbol else symbol
+
+
 NOWHERE = Location("")
 
 
@@ -193,6 +211,21 @@ class Domain:
     def tool(self, name: str) -> Tool | None:
         """Return the tool called ``name``."""
         return next((t for t in self.tools if t.name == name), None)
+
+
+# The shipped prompt templates, by prompt key and by domain kind (docs/spec.md).
+DEFAULT_TEMPLATES: dict[str, str] = {"choice": "plan/choice.j2", "interface": "plan/interface.j2"}
+KIND_TEMPLATES: dict[str, dict[str, str]] = {"automaton": {"choice": "plan/automaton.j2"}}
+
+
+def default_template(domain: Domain, key: str) -> str:
+    """Return the shipped template for prompt ``key`` of this kind of domain."""
+    return KIND_TEMPLATES.get(domain.kind, {}).get(key, DEFAULT_TEMPLATES.get(key, ""))
+
+
+def template_for(domain: Domain, key: str) -> str:
+    """Return the template the domain uses for prompt ``key``: its own, else the shipped one."""
+    return domain.prompts.get(key) or default_template(domain, key)
 
 
 @dataclass(frozen=True)

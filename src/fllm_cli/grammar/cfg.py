@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
+from fllm_cli.domain.model import Production
+
+__all__ = ["INF", "Grammar", "Production", "Terminal", "TerminalKind"]
+
 TerminalKind = Literal["tool", "input", "symbol"]
 INF = 10**9
 
@@ -24,23 +28,6 @@ class Terminal:
     limit: int | None = None
     kind: TerminalKind = "symbol"
     phrase: str = ""
-
-
-@dataclass(frozen=True)
-class Production:
-    """``lhs → rhs``; an empty rhs is ε."""
-
-    lhs: str
-    rhs: tuple[str, ...]
-    description: str = ""
-
-    def __str__(self) -> str:
-        body = " ".join(_quote(s) for s in self.rhs) if self.rhs else "ε"
-        return f"{self.lhs} → {body}"
-
-
-def _quote(symbol: str) -> str:
-    return f"'{symbol}'" if " " in symbol else symbol
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import Counter
 
 from fllm_cli.diagnostics import did_you_mean
+from fllm_cli.domain.model import Domain, GrammarSpec, SetSpec, Task
 from fllm_cli.errors import UsageError
 from fllm_cli.grammar.cfg import Grammar, Production, Terminal
-from fllm_cli.domain.model import Domain, GrammarSpec, SetSpec, Task
 
 GENERIC_START = "S"
 
@@ -166,12 +166,3 @@ def explicit_grammar(domain: Domain) -> Grammar:
         max_tools=domain.limits.max_plan_steps,
         phrases=phrases,
     )
-
-
-def domain_grammar(domain: Domain, task: Task | None = None) -> Grammar:
-    """Return the grammar of a domain, for a task when the domain is tool-shaped."""
-    if domain.kind == "tools":
-        return tool_grammar(domain, task or default_task(domain))
-    if domain.kind == "automaton":
-        raise UsageError(f"'{domain.name}' is an explicit automaton: it has no grammar")
-    return explicit_grammar(domain)

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.table import Table
-
 from fllm_cli.diagnostics import Diagnostic, Location, sort_key
 from fllm_cli.errors import UsageError
 
 __all__ = [
-    "agent_automaton_table",
+    "agent_automaton",
     "is_agent_spec",
     "render_agent_automaton",
     "validate_agent_spec",
@@ -84,9 +82,10 @@ def render_agent_automaton(path: str, fmt: str) -> str:
     return render(spec, automaton, fmt)
 
 
-def agent_automaton_table(path: str) -> Table:
-    """Return the compiled automaton of an agent spec as a rich table."""
-    from fllm_cli.ltl.render import to_table
+def agent_automaton(path: str) -> tuple[str, tuple[str, ...], list[tuple[str, ...]]]:
+    """Return the compiled automaton of an agent spec as (title, headers, rows) of a table."""
+    from fllm_cli.ltl.render import TABLE_HEADERS, table_rows
 
     spec, automaton = _load(path)
-    return to_table(spec, automaton)
+    title, rows = table_rows(spec, automaton)
+    return title, TABLE_HEADERS, rows

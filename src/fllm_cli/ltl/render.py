@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rich.table import Table
-
 from fllm_cli.ltl.automaton import Automaton
 from fllm_cli.ltl.formula import to_sexp
 from fllm_cli.ltl.spec import AgentSpec
@@ -96,27 +94,35 @@ def _mermaid(text: str) -> str:
     return text.replace('"', "'").replace(":", "").replace(";", ",")
 
 
-def to_table(spec: AgentSpec, automaton: Automaton) -> Table:
-    """Return a rich table: one row per node with the states allowed next."""
+TABLE_HEADERS = ("node", "after", "final", "to final", "allowed next (tag → node)")
+
+
+def table_rows(spec: AgentSpec, automaton: Automaton) -> tuple[str, list[tuple[str, ...]]]:
+    """Return the table's title and one row per node with the states allowed next."""
     labels = node_labels(spec, automaton)
-    table = Table(title=f"{spec.name}: {to_sexp(spec.behavior)}", title_justify="left")
-    table.add_column("node", justify="right")
-    table.add_column("after")
-    table.add_column("final")
-    table.add_column("to final", justify="right")
-    table.add_column("allowed next (tag → node)")
+    rows: list[tuple[str, ...]] = []
     for node in range(automaton.size):
         moves = ", ".join(
             f"{spec.state(name).text.strip()} → {target}" for name, target in automaton.delta[node]
         )
-        table.add_row(
-            str(node),
-            labels[node],
-            "yes" if node in automaton.accepting else "",
-            str(automaton.distance[node]),
-            moves or "(end)",
+        rows.append(
+            (
+                str(node),
+                labels[node],
+                "yes" if node in automaton.accepting else "",
+                str(automaton.distance[node]),
+                moves or "(end)",
+            )
         )
-    return table
+    return f"{spec.name}: {to_sexp(spec.behavior)}", rows
+
+
+def plain_table(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    """Return a table as aligned plain text, columns separated by two spaces."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(lines) + "\n"
 
 
 def render(spec: AgentSpec, automaton: Automaton, fmt: str) -> str:
@@ -127,11 +133,5 @@ def render(spec: AgentSpec, automaton: Automaton, fmt: str) -> str:
         return to_mermaid(spec, automaton)
     if fmt == "json":
         return json.dumps(to_json(spec, automaton), indent=2) + "\n"
-    import io
-
-    from rich.console import Console
-
-    console = Console(width=120, color_system=None, file=io.StringIO())
-    console.print(to_table(spec, automaton))
-    text = console.file.getvalue()  # type: ignore[attr-defined]
-    return "\n".join(line.rstrip() for line in str(text).splitlines()) + "\n"
+    title, rows = table_rows(spec, automaton)
+    return plain_table(title, TABLE_HEADERS, rows)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fllm_cli.plan.model import Derivation
 from fllm_cli.domain.model import Domain, Task
+from fllm_cli.plan.model import Derivation
 
 FORMAT_VERSION = 1
 
@@ -32,11 +32,6 @@ def build_document(
 ) -> dict[str, Any]:
     """Return the JSON-ready plan document."""
     steps: list[Any] = [s.as_dict() for s in derivation.steps()]
-    if domain.kind == "grammar" and domain.grammar is not None and not steps:
-        from fllm_cli.grammar.compile import set_links
-        from fllm_cli.plan.grammar_steps import execution_steps
-
-        steps = execution_steps(derivation, set_links(domain.grammar))
     doc: dict[str, Any] = {
         "fllm_plan": FORMAT_VERSION,
         "domain": domain.name,

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from fllm_cli.plan.document import step_label, step_lines
 from fllm_cli.domain.model import Task
+from fllm_cli.plan.document import step_label, step_lines
 
 FORMATS = ("rich", "text", "json", "yaml", "mermaid", "dot")
 

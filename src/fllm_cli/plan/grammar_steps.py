@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from fllm_cli.automaton.pda import Node
+from fllm_cli.domain.model import SetSpec
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.plan.model import Derivation, TreeNode
 from fllm_cli.prompts import render_string
-from fllm_cli.domain.model import SetSpec
 
 Links = dict[str, tuple[SetSpec, int]]
 

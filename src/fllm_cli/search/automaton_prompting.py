@@ -6,49 +6,10 @@ from typing import Any
 
 from fllm_cli.automaton.explicit import ExplicitPDA
 from fllm_cli.automaton.pda import Config
-from fllm_cli.errors import UsageError
-from fllm_cli.plan.document import FORMAT_VERSION
+from fllm_cli.domain.automaton import render_text
+from fllm_cli.domain.model import AutomatonSpec, Domain, template_for
 from fllm_cli.prompts import render, render_string
 from fllm_cli.search.prompting import Option
-from fllm_cli.domain.automaton import render_text
-from fllm_cli.domain.check import default_template
-from fllm_cli.domain.model import AutomatonSpec, Domain
-
-
-def resolve_vars(domain: Domain, given: dict[str, str] | None) -> dict[str, str]:
-    """Fill the domain's scenario variables from ``--var`` values and defaults."""
-    given = dict(given or {})
-    known = {v.name for v in domain.vars}
-    for name in given:
-        if name not in known:
-            from fllm_cli.diagnostics import did_you_mean
-
-            shown = ", ".join(sorted(known)) or "none"
-            raise UsageError(
-                f"unknown --var '{name}'{did_you_mean(name, known)} "
-                f"('{domain.name}' declares: {shown})"
-            )
-    out: dict[str, str] = {}
-    for v in domain.vars:
-        if v.name in given:
-            out[v.name] = given[v.name]
-        elif v.default is not None:
-            out[v.name] = v.default
-        else:
-            what = f" ({v.description})" if v.description else ""
-            raise UsageError(f"missing --var {v.name}=VALUE{what} for '{domain.name}'")
-    return out
-
-
-def parse_var_options(values: list[str]) -> dict[str, str]:
-    """Turn ``--var NAME=VALUE`` options into a mapping."""
-    out: dict[str, str] = {}
-    for item in values:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise UsageError(f"bad --var '{item}': write NAME=VALUE")
-        out[name.strip()] = value
-    return out
 
 
 def render_intro(domain: Domain, variables: dict[str, str]) -> str:
@@ -98,7 +59,7 @@ class AutomatonPrompter:
         self.task = task
         self.vars = variables
         self.intro = render_intro(domain, variables)
-        self.default = domain.prompts.get("choice", default_template(domain, "choice"))
+        self.default = template_for(domain, "choice")
 
     def context(self, config: Config, moves: list[int]) -> dict[str, Any]:
         """Return the template variables of a choice point."""
@@ -138,33 +99,3 @@ class AutomatonPrompter:
         template = state.template if state and state.template else self.default
         prompt = render(template, ctx, self.domain.prompt_dirs)
         return prompt, tuple(str(o) for o in ctx["choices"])
-
-
-def automaton_document(
-    domain: Domain,
-    pda: ExplicitPDA,
-    config: Config,
-    task: str,
-    variables: dict[str, str],
-    model: str,
-    stats: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Return the JSON-ready plan document of an accepted run."""
-    assert domain.automaton is not None
-    doc: dict[str, Any] = {
-        "fllm_plan": FORMAT_VERSION,
-        "domain": domain.name,
-        "domain_path": domain.path,
-        "task": task,
-        "vars": dict(variables),
-        "inputs": {},
-        "output": "",
-        "model": model,
-        "valid": True,
-        "word": config.word_list(),
-        "final_state": config.state,
-        "steps": plan_steps(domain.automaton, pda, config, variables),
-    }
-    if stats is not None:
-        doc["stats"] = stats
-    return doc

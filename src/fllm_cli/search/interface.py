@@ -12,12 +12,11 @@ from typing import Any
 
 from fllm_cli.automaton.lookahead import GrammarLookahead
 from fllm_cli.automaton.pda import pda_from_grammar
+from fllm_cli.domain.model import DEFAULT_TEMPLATES, Domain, Task
 from fllm_cli.errors import NoPlanError
 from fllm_cli.grammar.compile import parse_inputs, tool_grammar
 from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Model
 from fllm_cli.prompts import render
-from fllm_cli.domain.check import DEFAULT_TEMPLATES
-from fllm_cli.domain.model import Domain, Task
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
 

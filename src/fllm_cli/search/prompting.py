@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fllm_cli.automaton.pda import PDA, Config, StackItem
+from fllm_cli.domain.model import Domain, Task, template_for
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.grammar.compile import set_links
 from fllm_cli.plan.grammar_steps import (
@@ -15,8 +16,6 @@ from fllm_cli.plan.grammar_steps import (
     set_question,
 )
 from fllm_cli.prompts import render, render_string
-from fllm_cli.domain.check import DEFAULT_TEMPLATES
-from fllm_cli.domain.model import Domain, Task
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
 
@@ -112,7 +111,7 @@ class Prompter:
         self.pda = pda
         self.task = task
         self.vars = dict(variables or {})
-        self.template = domain.prompts.get("choice", DEFAULT_TEMPLATES["choice"])
+        self.template = template_for(domain, "choice")
         self.links = set_links(domain.grammar) if domain.grammar is not None else {}
         self.intro = domain.intro
         if domain.vars and domain.intro:

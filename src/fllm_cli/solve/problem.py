@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from fllm_cli.diagnostics import Diagnostic, Location
+from fllm_cli.domain.yamlloc import Node, Reader, load
 from fllm_cli.errors import FllmError, SpecError
 from fllm_cli.solve.pddl import Atom, Domain, Task, parse_domain, parse_problem
-from fllm_cli.domain.yamlloc import Node, Reader, load
 from fllm_cli.textio import read_text
 
 KINDS = ("multi-constraint", "multi-step")

@@ -1,0 +1,72 @@
+"""Rich views of core results: the only place, with the commands, that draws on a terminal.
+
+The core describes things as plain data (rows, documents); these functions turn them into rich
+renderables. Text that came from a model, a task or a data file is always wrapped in
+``rich.text.Text`` here, never interpreted as markup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from fllm_cli.automaton import render as pda_render
+from fllm_cli.automaton.pda import PDA
+from fllm_cli.bench import report as rep
+
+
+def _table(
+    title: str | None, headers: tuple[str, ...], rows: list[tuple[str, ...]], right: set[int]
+) -> Table:
+    table = Table(title=title or None, title_justify="left")
+    for index, header in enumerate(headers):
+        table.add_column(header, justify="right" if index in right else "left")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table
+
+
+def pda_table(pda: PDA, title: str = "") -> Table:
+    """Return the transitions of a pushdown automaton, with its facts as caption."""
+    table = _table(title, pda_render.TABLE_HEADERS, list(pda_render.table_rows(pda)), {0})
+    table.columns[0].style = "dim"
+    table.caption = pda_render.facts(pda)
+    return table
+
+
+def agent_table(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
+    """Return an agent automaton: one row per node with the states allowed next."""
+    return _table(title, headers, rows, {0, 3})
+
+
+def bench_table(report: dict[str, Any]) -> Table:
+    """Return the per-strategy summary; figures are never cut (a narrow terminal wraps)."""
+    title, cols, rows = rep.summary_rows(report)
+    table = Table(title=title)
+    for index, (key, label) in enumerate(cols):
+        widest = max([len(label), *(len(r[index]) for r in rows)])
+        table.add_column(
+            label, justify="left" if key == "strategy" else "right", no_wrap=True, min_width=widest
+        )
+    for cells in rows:
+        table.add_row(*(Text(c) for c in cells))
+    return table
+
+
+def bench_blocks(report: dict[str, Any]) -> Text:
+    """Return the summary as one 'label: value' block per strategy, for narrow terminals."""
+    title, cols, rows = rep.summary_rows(report)
+    text = Text(f"{title}\n", style="bold")
+    for cells in rows:
+        text.append(f"{cells[0]}\n", style="bold")
+        for (key, label), cell in zip(cols, cells):
+            if key != "strategy":
+                text.append(f"  {label}: {cell}\n")
+    return text
+
+
+def table_width(table: Table) -> int:
+    """Return the columns a table needs when no cell is cut."""
+    return sum((column.min_width or 0) + 3 for column in table.columns) + 1

@@ -1,0 +1,110 @@
+"""Tool domains: tools with typed inputs and one output, chained into a plan (OpenAGI)."""
+
+from __future__ import annotations
+
+from fllm_cli.automaton.lookahead import GrammarLookahead
+from fllm_cli.automaton.pda import PDA, pda_from_grammar
+from fllm_cli.diagnostics import Diagnostic, Location
+from fllm_cli.diagnostics import article as _a
+from fllm_cli.domain.check import check_templates, check_tool_structure, has_errors
+from fllm_cli.domain.model import Domain, Task
+from fllm_cli.grammar.compile import default_task, make_task, tool_grammar
+from fllm_cli.kinds.base import Kind
+from fllm_cli.kinds.grammar_based import GrammarCompiled
+
+
+class ToolCompiled(GrammarCompiled):
+    """A tool domain compiled for a task's inputs and output."""
+
+    def no_plan(self) -> tuple[str, str | None]:
+        """Say which interface has no plan."""
+        t = self.task
+        given = ", ".join(f"{n} ({m})" for n, m in t.inputs)
+        return (
+            f"no valid plan can produce {_a(t.output)} {t.output} output from {given} "
+            f"with the tools of '{self.domain.name}' and their use limits",
+            "check --input/--output, or the tools' max_uses",
+        )
+
+
+class ToolKind(Kind):
+    """``kind: tools``: the paper's tool grammar, one production per tool."""
+
+    name = "tools"
+    has_interface = True
+
+    def check(self, domain: Domain) -> list[Diagnostic]:
+        """Structure first; the plan analyses only when the structure is sound."""
+        out = check_tool_structure(domain)
+        if not has_errors(out):
+            out += tool_plan_analyses(domain)
+        return out + check_templates(domain)
+
+    def summary(self, domain: Domain) -> str:
+        """Tools and modalities."""
+        return (
+            f"tool domain '{domain.name}': {len(domain.tools)} tools, "
+            f"{len(domain.modalities)} modalities"
+        )
+
+    def compile(
+        self,
+        domain: Domain,
+        task: str,
+        inputs: list[str],
+        output: str | None,
+        variables: dict[str, str],
+    ) -> ToolCompiled:
+        """Build the task grammar for the given inputs and output."""
+        the_task = make_task(domain, task, list(inputs), output)
+        return ToolCompiled(domain, the_task, tool_grammar(domain, the_task), variables)
+
+    def overview(self, domain: Domain, variables: dict[str, str]) -> PDA:
+        """Without a task: one input of each allowed modality, a start symbol over the outputs."""
+        return pda_from_grammar(tool_grammar(domain, default_task(domain)))
+
+
+def tool_plan_analyses(domain: Domain) -> list[Diagnostic]:
+    """Under the task interface: which outputs have plans, which tools can ever be used."""
+    iface = domain.task
+    mods = tuple(m.name for m in domain.modalities)
+    ins = iface.inputs if iface and iface.inputs else mods
+    outs = iface.outputs if iface and iface.outputs else mods
+    where = iface.loc if iface else Location(domain.path, 1, 1)
+    out: list[Diagnostic] = []
+    usable: set[str] = set()
+    any_plan = False
+    for output in outs:
+        task = Task("", tuple((m, m) for m in ins), output)
+        # A smaller budget keeps validate quick; an exhausted search only suppresses a warning.
+        look = GrammarLookahead(pda_from_grammar(tool_grammar(domain, task)), node_budget=20_000)
+        if not look.word_exists():
+            out.append(
+                Diagnostic(
+                    "warning",
+                    f"no plan can produce {_a(output)} {output} output "
+                    f"from {', '.join(ins)} inputs",
+                    where,
+                )
+            )
+            continue
+        any_plan = True
+        for tool in domain.tools:
+            if tool.name not in usable and (
+                look.word_exists(frozenset({tool.name})) or look.exhausted_last
+            ):
+                usable.add(tool.name)  # an exhausted search proves nothing: no warning
+    if not any_plan:
+        return [
+            *out,
+            Diagnostic("error", "no plan exists for any task of the task interface", where),
+        ]
+    return out + [
+        Diagnostic(
+            "warning",
+            f"tool '{tool.name}' can never occur in a plan of the task interface",
+            tool.loc,
+        )
+        for tool in domain.tools
+        if tool.name not in usable
+    ]
