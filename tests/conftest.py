@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,29 @@ os.environ["FLLM_HOME"] = tempfile.mkdtemp(prefix="fllm-test-home-")
 os.environ["COLUMNS"] = "200"
 os.environ["NO_COLOR"] = "1"
 os.environ.pop("FLLM_MODEL", None)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="Rewrite golden files from the current output instead of comparing with them.",
+    )
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Callable[[Path, str], None]:
+    """Compare text with a golden file exactly; a missing file fails unless --update-golden."""
+    update = bool(request.config.getoption("--update-golden"))
+
+    def check(path: Path, text: str) -> None:
+        if update:
+            path.write_text(text, encoding="utf-8")
+            return
+        assert path.exists(), f"missing golden file {path} (create it with --update-golden)"
+        assert text == path.read_text(encoding="utf-8"), f"output differs from {path}"
+
+    return check
 
 
 @pytest.fixture

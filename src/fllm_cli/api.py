@@ -10,6 +10,7 @@ print(result.document["steps"])
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,12 +182,22 @@ def plan_task(
     return result
 
 
+# In a text plan "#" starts a comment at the start of a line or after a space, so a tool may
+# be called "C# Compiler"; a plan that is the empty word is written as one line "ε" (or "eps").
+_COMMENT = re.compile(r"(?:^|\s)#.*$")
+EMPTY_WORD = frozenset({"ε", "eps", "epsilon"})
+
+
+def _plan_item(line: str) -> str:
+    return _COMMENT.sub("", line).strip().rstrip(",").strip()
+
+
 def read_plan_file(text: str, path: str) -> tuple[list[str], dict[str, Any] | None]:
     """Parse a plan file: a plan JSON document, or one terminal per line (# comments)."""
-    stripped = text.lstrip()
+    stripped = text.lstrip("\ufeff").lstrip()
     if stripped.startswith("{"):
         try:
-            doc = json.loads(text)
+            doc = json.loads(stripped)
         except json.JSONDecodeError as exc:
             raise PlanFileError(
                 f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})"
@@ -195,23 +206,17 @@ def read_plan_file(text: str, path: str) -> tuple[list[str], dict[str, Any] | No
         if not isinstance(word, list) or not all(isinstance(w, str) for w in word):
             raise PlanFileError(f"{path}: the plan JSON has no 'word' list of strings")
         return word, doc
-    word = []
-    for line in text.splitlines():
-        item = line.split("#", 1)[0].strip().rstrip(",")
-        if item:
-            word.append(item)
+    word = [item for item in map(_plan_item, text.splitlines()) if item]
+    if word and all(item in EMPTY_WORD for item in word) and len(word) == 1:
+        return [], None
     if not word:
-        raise PlanFileError(f"{path}: the plan is empty")
+        raise PlanFileError(f"{path}: the plan is empty (write ε for the empty plan)")
     return word, None
 
 
 def word_line_numbers(text: str) -> list[int]:
     """Return the file line of each word item of a text plan."""
-    lines = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.split("#", 1)[0].strip():
-            lines.append(number)
-    return lines
+    return [n for n, line in enumerate(text.splitlines(), 1) if _plan_item(line)]
 
 
 def verify(problem: Problem, word: list[str]) -> Verdict:

@@ -1,8 +1,7 @@
-"""Golden files for the rendered automata of the paper's two examples (FLLM_UPDATE_GOLDEN=1)."""
+"""Golden files for the rendered automata of the paper's two examples (pytest --update-golden rewrites them)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,15 +23,6 @@ FORMATS: dict[str, Callable[[PDA], str]] = {
 }
 
 
-def golden(name: str, text: str) -> None:
-    """Compare ``text`` with ``golden/name`` exactly; FLLM_UPDATE_GOLDEN=1 rewrites the file."""
-    path = GOLDEN / name
-    if os.environ.get("FLLM_UPDATE_GOLDEN") == "1":
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"missing golden file {path}; run with FLLM_UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8")
-
-
 def eq2() -> PDA:
     """The paper's Eq. 2, S → ε | a S b."""
     return api.compile_problem(str(HERE / "specs" / "anbn.yaml")).pda
@@ -47,13 +37,13 @@ def figure3() -> PDA:
 
 
 @pytest.mark.parametrize("suffix", sorted(FORMATS))
-def test_eq2_golden(suffix: str) -> None:
-    golden(f"anbn.{suffix}", FORMATS[suffix](eq2()))
+def test_eq2_golden(suffix: str, golden: Callable[[Path, str], None]) -> None:
+    golden(GOLDEN / f"anbn.{suffix}", FORMATS[suffix](eq2()))
 
 
 @pytest.mark.parametrize("suffix", sorted(FORMATS))
-def test_figure3_golden(suffix: str) -> None:
-    golden(f"openagi_image_text.{suffix}", FORMATS[suffix](figure3()))
+def test_figure3_golden(suffix: str, golden: Callable[[Path, str], None]) -> None:
+    golden(GOLDEN / f"openagi_image_text.{suffix}", FORMATS[suffix](figure3()))
 
 
 def test_eq2_transitions_are_the_papers() -> None:

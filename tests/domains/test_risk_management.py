@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -48,21 +48,14 @@ def test_plans_follow_the_flowchart(seed: int) -> None:
     assert doc["vars"] == {**VARS, "company": "Blizzard Entertainment"}
 
 
-def _check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("FLLM_UPDATE_GOLDEN"):
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
-
-
-def test_prompts_show_the_scenario_variables() -> None:
+def test_prompts_show_the_scenario_variables(golden: Callable[[Path, str], None]) -> None:
     problem = api.compile_problem(DOMAIN, task="Review the deal.", variables=VARS)
     result = api.plan(problem, RandomModel(2))
     first, last = result.trace[0]["prompt"], result.trace[-1]["prompt"]
     assert "Shareholders of Blizzard Entertainment wants to sell Blizzard Entertainment" in first
     assert "Question: Is Shareholders of Blizzard Entertainment entitled to sell" in first
-    _check_golden("risk_first_prompt.txt", first)
-    _check_golden("risk_last_prompt.txt", last)
+    golden(GOLDEN / "risk_first_prompt.txt", first)
+    golden(GOLDEN / "risk_last_prompt.txt", last)
 
 
 def test_missing_variable_is_a_usage_error() -> None:

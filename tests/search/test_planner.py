@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,21 +18,13 @@ GOLDEN = Path(__file__).parent / "golden"
 A3_TASK = "Given a grayscale image, how to return the regular image step by step?"
 
 
-def golden(name: str, text: str) -> None:
-    """Compare ``text`` with a golden file (FLLM_UPDATE_GOLDEN=1 rewrites it)."""
-    path = GOLDEN / name
-    if os.environ.get("FLLM_UPDATE_GOLDEN") == "1" or not path.exists():
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
-
-
-def test_paper_a3_example_prompt(openagi: str) -> None:
+def test_paper_a3_example_prompt(openagi: str, golden: Callable[[Path, str], None]) -> None:
     problem = api.compile_problem(openagi, inputs=["image"], output="image", task=A3_TASK)
     model = ScriptedModel(["2", "5"])
     result = api.plan(problem, model)
     assert result.document["word"] == ["Image Super Resolution", "input:image"]
-    golden("a3_root_prompt.txt", model.prompts[0])
-    golden("a3_second_prompt.txt", model.prompts[1])
+    golden(GOLDEN / "a3_root_prompt.txt", model.prompts[0])
+    golden(GOLDEN / "a3_second_prompt.txt", model.prompts[1])
     second = model.prompts[1]
     # The structure of the paper's example: progress, the slot being filled, five choices.
     assert "Step n: Use Image Super Resolution;\nStep (n-1): ?" in second
@@ -205,11 +197,22 @@ def toy_problem(tmp_path: Path) -> api.Problem:
 
 def test_lookahead_never_offers_a_dead_end(tmp_path: Path) -> None:
     """Merge needs two texts but only one Caption exists: it must never be offered."""
+    import random
+
     for seed in range(20):
-        model = ScriptedModel([lambda p, o: "Merge" if any("Merge" in x for x in o) else "1"] * 9)
+        rng = random.Random(seed)
+        offered: list[tuple[str, ...]] = []
+
+        def pick(prompt: str, options: tuple[str, ...], rng: random.Random = rng) -> str:
+            offered.append(options)  # a Merge option would be taken whenever it is offered
+            merge = [i for i, o in enumerate(options, 1) if "Merge" in o]
+            return str(merge[0] if merge else rng.randint(1, len(options)))
+
+        model = ScriptedModel([pick] * 30)
         result = api.plan(toy_problem(tmp_path), model)
+        assert offered, "the toy task has choice points"
         assert "Merge" not in result.document["word"]
-        assert all("Merge" not in prompt for prompt in model.prompts), seed
+        assert not any("Merge" in o for options in offered for o in options), seed
 
 
 def test_backtracking_recovers_from_dead_ends(tmp_path: Path) -> None:
