@@ -1,4 +1,4 @@
-"""Golden files for the rendered automata of the paper's two examples (pytest --update-golden rewrites them)."""
+"""Golden files for the rendered automata of the paper's two examples (--update-golden)."""
 
 from __future__ import annotations
 

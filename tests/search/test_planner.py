@@ -203,7 +203,12 @@ def test_lookahead_never_offers_a_dead_end(tmp_path: Path) -> None:
         rng = random.Random(seed)
         offered: list[tuple[str, ...]] = []
 
-        def pick(prompt: str, options: tuple[str, ...], rng: random.Random = rng) -> str:
+        def pick(
+            prompt: str,
+            options: tuple[str, ...],
+            rng: random.Random = rng,
+            offered: list[tuple[str, ...]] = offered,
+        ) -> str:
             offered.append(options)  # a Merge option would be taken whenever it is offered
             merge = [i for i, o in enumerate(options, 1) if "Merge" in o]
             return str(merge[0] if merge else rng.randint(1, len(options)))
