@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fllm_cli.diagnostics import Location, did_you_mean
-from fllm_cli.ltl.sexp import Atom, SExp, SList, show
+from fllm_cli.sexp import Atom, SExp, SList, show
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from fllm_cli.diagnostics import Diagnostic, Location, did_you_mean
 from fllm_cli.domain import yamlloc
 from fllm_cli.errors import SpecError, UsageError
 from fllm_cli.ltl.formula import Formula, atoms_in_order, parse_formula
-from fllm_cli.ltl.sexp import Atom, SExp, SList, read, show
 from fllm_cli.resources import resolve_spec_path
+from fllm_cli.sexp import Atom, SExp, SList, read, show
 
 TOOLS = ":tools"  # the choices marker meaning 'the names of the available tools'
 

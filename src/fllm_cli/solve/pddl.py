@@ -15,6 +15,7 @@ from itertools import product
 from typing import Any
 
 from fllm_cli.errors import FllmError
+from fllm_cli.sexp import SList, read, to_lists
 
 Atom = tuple[str, ...]
 
@@ -61,24 +62,18 @@ def norm(name: str) -> str:
     return re.sub(r"[-_\s]", "", name.lower())
 
 
-def sexpr(text: str) -> list[Any]:
-    """Parse PDDL text into nested lists of lower-case symbols."""
-    text = re.sub(r";[^\n]*", "", text).lower()
-    tokens = re.findall(r"\(|\)|[^\s()]+", text)
-    stack: list[list[Any]] = [[]]
-    for token in tokens:
-        if token == "(":
-            stack.append([])
-        elif token == ")":
-            if len(stack) == 1:
-                raise FllmError("PDDL: unbalanced ')'")
-            done = stack.pop()
-            stack[-1].append(done)
-        else:
-            stack[-1].append(token)
-    if len(stack) != 1 or not stack[0]:
+def sexpr(text: str, path: str = "PDDL") -> list[Any]:
+    """Parse PDDL text into nested lists of lower-case symbols (fllm's one s-expression reader)."""
+    forms, diagnostics = read(text, path)
+    errors = [d for d in diagnostics if d.severity == "error"]
+    extra = [d for d in diagnostics if d.severity == "warning"]
+    if errors:
+        raise FllmError(f"PDDL: {errors[0].message}", location=errors[0].location)
+    if extra:  # a stray ')' is forgiven in agent specs, not in PDDL
+        raise FllmError("PDDL: unbalanced ')'", location=extra[0].location)
+    if not forms or not isinstance(forms[0], SList):
         raise FllmError("PDDL: unbalanced '(' or empty text")
-    root: list[Any] = stack[0][0]
+    root: list[Any] = to_lists(forms[0], lower=True)
     return root
 
 
