@@ -44,8 +44,60 @@ class Node:
         return self.value
 
 
-class _Loader(yaml.SafeLoader):
+# Bounds for untrusted YAML: nesting depth, and nodes built after aliases are followed (a small
+# file can otherwise expand to billions of nodes through nested aliases).
+MAX_DEPTH = 64
+MAX_NODES = 200_000
+
+
+class _TooDeep(yaml.MarkedYAMLError):
     pass
+
+
+class _Loader(yaml.SafeLoader):
+    """A safe loader that refuses nesting deeper than MAX_DEPTH while composing."""
+
+    depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise _TooDeep(
+                    problem=f"nested deeper than {MAX_DEPTH} levels (fllm's limit for YAML files)",
+                    problem_mark=self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+class _Budget:
+    """Counts nodes built; follows aliases, but never in a circle or without end."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.nodes = 0
+        self.open: set[int] = set()
+        self.failed: Diagnostic | None = None
+
+    def enter(self, node: yaml.Node) -> bool:
+        """Return False (and record why) when ``node`` may not be built."""
+        self.nodes += 1
+        if id(node) in self.open:
+            self.failed = self.failed or Diagnostic(
+                "error", "a YAML alias refers to a node that contains it", _loc(node, self.path)
+            )
+            return False
+        if self.nodes > MAX_NODES:
+            self.failed = self.failed or Diagnostic(
+                "error",
+                f"the file expands to more than {MAX_NODES} values (YAML aliases nested "
+                "too many times?)",
+                _loc(node, self.path),
+            )
+            return False
+        return True
 
 
 def load(text: str, path: str) -> tuple[Node | None, list[Diagnostic]]:
@@ -53,11 +105,16 @@ def load(text: str, path: str) -> tuple[Node | None, list[Diagnostic]]:
     diagnostics: list[Diagnostic] = []
     try:
         root = yaml.compose(text, Loader=_Loader)
+    except RecursionError:
+        message = f"YAML nested too deeply (fllm reads at most {MAX_DEPTH} levels)"
+        diagnostics.append(Diagnostic("error", message, Location(path, 1, 1)))
+        return None, diagnostics
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         loc = Location(path, mark.line + 1, mark.column + 1) if mark else Location(path)
         problem = exc.problem or exc.context or "invalid YAML"
-        diagnostics.append(Diagnostic("error", f"YAML syntax error: {problem}", loc))
+        what = "YAML" if isinstance(exc, _TooDeep) else "YAML syntax error"
+        diagnostics.append(Diagnostic("error", f"{what}: {problem}", loc))
         return None, diagnostics
     except yaml.YAMLError as exc:
         diagnostics.append(Diagnostic("error", f"YAML error: {exc}", Location(path)))
@@ -65,7 +122,11 @@ def load(text: str, path: str) -> tuple[Node | None, list[Diagnostic]]:
     if root is None:
         return Node({}, Location(path, 1, 1)), diagnostics
     constructor = _Loader("")
-    return _convert(root, path, constructor, diagnostics), diagnostics
+    budget = _Budget(path)
+    tree = _convert(root, path, constructor, diagnostics, budget)
+    if budget.failed is not None:
+        return None, [*diagnostics, budget.failed]
+    return tree, diagnostics
 
 
 def _loc(node: yaml.Node, path: str) -> Location:
@@ -73,31 +134,56 @@ def _loc(node: yaml.Node, path: str) -> Location:
 
 
 def _convert(
-    node: yaml.Node, path: str, constructor: yaml.SafeLoader, diags: list[Diagnostic]
+    node: yaml.Node,
+    path: str,
+    constructor: yaml.SafeLoader,
+    diags: list[Diagnostic],
+    budget: _Budget,
 ) -> Node:
     loc = _loc(node, path)
+    if not budget.enter(node):
+        return Node(None, loc)
+    budget.open.add(id(node))
+    try:
+        return _convert_node(node, loc, path, constructor, diags, budget)
+    finally:
+        budget.open.discard(id(node))
+
+
+def _convert_node(
+    node: yaml.Node,
+    loc: Location,
+    path: str,
+    constructor: yaml.SafeLoader,
+    diags: list[Diagnostic],
+    budget: _Budget,
+) -> Node:
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Node] = {}
         key_locs: dict[str, Location] = {}
         for key_node, value_node in node.value:
             try:
                 key = constructor.construct_object(key_node, deep=True)
-            except yaml.YAMLError:
-                key = str(key_node.value)
+            except (yaml.YAMLError, ValueError, TypeError):
+                key = str(key_node.value)[:80]
             key_loc = _loc(key_node, path)
             if not isinstance(key, str):
                 key = str(key)
             if key in out:
                 diags.append(Diagnostic("error", f"duplicate key '{key}'", key_loc))
-            out[key] = _convert(value_node, path, constructor, diags)
+            out[key] = _convert(value_node, path, constructor, diags, budget)
             key_locs[key] = key_loc
         return Node(out, loc, key_locs)
     if isinstance(node, yaml.SequenceNode):
-        return Node([_convert(child, path, constructor, diags) for child in node.value], loc)
+        children = [_convert(child, path, constructor, diags, budget) for child in node.value]
+        return Node(children, loc)
     try:
         value = constructor.construct_object(node, deep=True)
     except yaml.YAMLError as exc:
         diags.append(Diagnostic("error", f"bad value: {exc}", loc))
+        value = None
+    except ValueError as exc:  # e.g. an integer longer than Python converts
+        diags.append(Diagnostic("error", f"bad value: {str(exc)[:120]}", loc))
         value = None
     if not isinstance(value, (str, int, float, bool, type(None))):
         value = str(node.value)

@@ -1,0 +1,70 @@
+"""YAML read as untrusted input: deep nesting, alias bombs, self-referring aliases, huge numbers.
+
+Each must end in a located error from the real entry point, never a traceback, a hang or
+gigabytes of memory (the subprocess has a time limit; the reader has node and depth bounds).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fllm_cli.domain.yamlloc import MAX_DEPTH, MAX_NODES, load
+from tests.conftest import run_fllm
+
+
+def _laughs(levels: int) -> str:
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for i in range(levels):
+        prev, name = chr(97 + i), chr(98 + i)
+        lines.append(f"{name}: &{name} [{', '.join(['*' + prev] * 9)}]")
+    return "name: bomb\n" + "\n".join(lines) + "\n"
+
+
+CASES = {
+    "deep-flow": ("name: x\nmodalities: " + "[" * 3000 + "]" * 3000 + "\n", "nested deeper"),
+    "deep-block": (
+        "name: x\nm:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(400)) + "  v\n",
+        "nested deeper",
+    ),
+    "alias-bomb": (_laughs(8), f"more than {MAX_NODES} values"),
+    "recursive-alias": ("name: x\nmodalities: &m {image: *m}\n", "refers to a node"),
+    "huge-integer": ("name: x\nlimits: {max_uses: " + "9" * 4301 + "}\n", "bad value"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_validate_reports_hostile_yaml_in_one_located_error(case: str, tmp_path: Path) -> None:
+    text, needle = CASES[case]
+    spec = tmp_path / f"{case}.yaml"
+    spec.write_text(text, encoding="utf-8")
+    code, out, err = run_fllm("validate", str(spec), timeout=60)
+    assert code == 1, out + err
+    assert needle in out and f"{spec}:" in out
+    assert "Traceback" not in out + err and "internal error" not in out + err
+
+
+@pytest.mark.parametrize("command", ["plan", "render-pda"])
+def test_other_commands_refuse_the_same_files(command: str, tmp_path: Path) -> None:
+    spec = tmp_path / "bomb.yaml"
+    spec.write_text(_laughs(8), encoding="utf-8")
+    args = [command, str(spec)] + (["t", "--model", "random:1"] if command == "plan" else [])
+    code, out, err = run_fllm(*args, timeout=60)
+    assert code == 1 and "values" in err and "Traceback" not in err
+
+
+def test_aliases_that_stay_small_still_work() -> None:
+    tree, diags = load("base: &b {phrase: an image}\nimage: *b\ntext: *b\n", "ok.yaml")
+    assert not diags and tree is not None
+    assert tree.plain() == {
+        "base": {"phrase": "an image"},
+        "image": {"phrase": "an image"},
+        "text": {"phrase": "an image"},
+    }
+
+
+def test_depth_at_the_limit_is_read() -> None:
+    text = "v: " + "[" * (MAX_DEPTH - 2) + "1" + "]" * (MAX_DEPTH - 2) + "\n"
+    tree, diags = load(text, "ok.yaml")
+    assert not diags and tree is not None
