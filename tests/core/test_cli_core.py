@@ -170,7 +170,7 @@ def test_verify_invalid_json_plan_names_word_position(cli) -> None:  # type: ign
             "error: bad.json:2:1: not valid JSON (Expecting value)",
         ),
         ('{"steps": []}', "error: bad.json: the plan JSON has no 'word' list of strings"),
-        ("# nothing\n", "error: bad.json: the plan is empty"),
+        ("# nothing\n", "error: bad.json: the plan is empty (write ε for the empty plan)"),
     ],
 )
 def test_verify_malformed_plan(cli, text: str, message: str) -> None:  # type: ignore[no-untyped-def]

@@ -50,7 +50,7 @@ def test_other_commands_refuse_the_same_files(command: str, tmp_path: Path) -> N
     spec = tmp_path / "bomb.yaml"
     spec.write_text(_laughs(8), encoding="utf-8")
     args = [command, str(spec)] + (["t", "--model", "random:1"] if command == "plan" else [])
-    code, out, err = run_fllm(*args, timeout=60)
+    code, _, err = run_fllm(*args, timeout=60)
     assert code == 1 and "values" in err and "Traceback" not in err
 
 
