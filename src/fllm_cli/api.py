@@ -9,7 +9,6 @@ print(result.document["steps"])
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from fllm_cli.llm.base import Model
 from fllm_cli.llm.registry import ModelOptions, make_model
 from fllm_cli.search.interface import infer_interface
 from fllm_cli.search.planner import Budgets, Event, Planner, PlanStats
+from fllm_cli.textio import load_json
 from fllm_cli.verify import Verdict
 
 __all__ = [
@@ -197,14 +197,13 @@ def read_plan_file(text: str, path: str) -> tuple[list[str], dict[str, Any] | No
     stripped = text.lstrip("\ufeff").lstrip()
     if stripped.startswith("{"):
         try:
-            doc = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise PlanFileError(
-                f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})"
-            ) from None
+            doc = load_json(stripped, path)
+        except UsageError as exc:
+            raise PlanFileError(exc.message) from None
         word = doc.get("word") if isinstance(doc, dict) else None
         if not isinstance(word, list) or not all(isinstance(w, str) for w in word):
             raise PlanFileError(f"{path}: the plan JSON has no 'word' list of strings")
+        _check_plan_fields(doc, path)
         return word, doc
     word = [item for item in map(_plan_item, text.splitlines()) if item]
     if word and all(item in EMPTY_WORD for item in word) and len(word) == 1:
@@ -212,6 +211,26 @@ def read_plan_file(text: str, path: str) -> tuple[list[str], dict[str, Any] | No
     if not word:
         raise PlanFileError(f"{path}: the plan is empty (write ε for the empty plan)")
     return word, None
+
+
+_PLAN_FIELDS: dict[str, tuple[type, str]] = {
+    "task": (str, "a string"),
+    "output": (str, "a modality name"),
+    "inputs": (dict, "a mapping of input names to modalities"),
+    "vars": (dict, "a mapping of variable names to values"),
+}
+
+
+def _check_plan_fields(doc: dict[str, Any], path: str) -> None:
+    """Refuse plan JSON fields of the wrong type with a message naming the field."""
+    for key, (kind, what) in _PLAN_FIELDS.items():
+        value = doc.get(key)
+        if value is not None and not isinstance(value, kind):
+            raise PlanFileError(f"{path}: '{key}' must be {what}, got {type(value).__name__}")
+    for key in ("inputs", "vars"):
+        for name, value in (doc.get(key) or {}).items():
+            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+                raise PlanFileError(f"{path}: {key}.{name} must be a string")
 
 
 def word_line_numbers(text: str) -> list[int]:

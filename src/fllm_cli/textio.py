@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from fllm_cli.errors import UsageError
 
@@ -19,3 +21,40 @@ def read_text(path: str | Path, what: str = "file") -> str:
         raise UsageError(f"'{path}' is not UTF-8 text") from None
     except OSError as exc:
         raise UsageError(f"cannot read '{path}': {exc.strerror}") from None
+
+
+MAX_JSON_DEPTH = 64
+
+
+def json_depth(text: str) -> int:
+    """Return the deepest nesting of brackets in JSON text, ignoring strings."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def load_json(text: str, where: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse untrusted JSON: nesting and number sizes bounded, errors as one located line."""
+    if json_depth(text) > max_depth:
+        raise UsageError(f"{where}: JSON nested deeper than {max_depth} levels")
+    try:
+        return json.loads(text.lstrip("\ufeff"))
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{where}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer too long to convert
+        raise UsageError(f"{where}: unreadable JSON ({str(exc)[:100]})") from None

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fllm_cli.errors import UsageError
+from fllm_cli.textio import load_json, read_text
 
 REPORT_VERSION = 2
 # Version 1 differs only in its summary (percentages), which a resumed run recomputes.
@@ -36,14 +37,9 @@ REF_COLUMNS: tuple[tuple[str, str], ...] = (
 
 def load_previous(path: str) -> dict[str, Any]:
     """Read a report to resume; raise UsageError when it is not one."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"no such report to resume: '{path}'") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read '{path}': {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+    if not Path(path).exists():
+        raise UsageError(f"no such report to resume: '{path}'")
+    doc = load_json(read_text(path, "report"), path, max_depth=200)
     if (
         not isinstance(doc, dict)
         or "fllm_bench" not in doc

@@ -13,14 +13,14 @@ reference's last tool; a line where that fails is reported like any other bad li
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from fllm_cli.domain.model import Domain
+from fllm_cli.errors import UsageError
 from fllm_cli.kinds import kind_of
-from fllm_cli.textio import read_text
+from fllm_cli.textio import load_json, read_text
 
 
 @dataclass(frozen=True)
@@ -76,9 +76,11 @@ def load_tasks(path: str, domain: Domain) -> tuple[list[BenchTask], list[LineErr
 def parse_task(raw: str, number: int, domain: Domain) -> BenchTask:
     """Parse one JSON line into a task; raise ValueError saying what is wrong."""
     try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        obj = load_json(raw, "")
+    except UsageError as exc:  # "[:line:col]: message" -> the message, column kept in words
+        where, _, message = exc.message.partition(": ")
+        column = where.rsplit(":", 1)[-1] if where.count(":") == 2 else ""
+        raise ValueError(message + (f" at column {column}" if column else "")) from None
     if not isinstance(obj, dict):
         raise ValueError("expected a JSON object")
     text = obj.get("task")

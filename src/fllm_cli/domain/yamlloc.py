@@ -246,7 +246,11 @@ class Reader:
         if isinstance(node.value, (bool, dict, list)):
             self.error(f"{what} must be a string, got {node.kind}", node.loc)
             return None
-        return str(node.value)
+        text = str(node.value)
+        if required and not text.strip():
+            self.error(f"{what} must not be empty", node.loc)
+            return None
+        return text
 
     def integer(
         self, node: Node | None, what: str, minimum: int | None = None, allow_null: bool = False
