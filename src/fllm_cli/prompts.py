@@ -8,15 +8,38 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from fllm_cli.errors import FllmError
 from fllm_cli.resources import data_dir
 
+# The longest string or list one template operation may build, and the largest power. Domain
+# files are shared between people: an expression such as 'x' * 3000000000 must fail, not eat
+# the machine. (Jinja's sandbox already caps range() at 100,000 items.)
+MAX_BUILT = 1_000_000
+MAX_EXPONENT = 10_000
+
+
+class _BoundedEnvironment(ImmutableSandboxedEnvironment):
+    """The sandbox, with repetition and powers bounded."""
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                repeats = isinstance(seq, (str, list, tuple)) and isinstance(times, int)
+                if repeats and len(seq) * max(times, 0) > MAX_BUILT:
+                    raise SecurityError(f"the expression would build more than {MAX_BUILT} items")
+        if operator == "**" and isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
+            raise SecurityError(f"exponent larger than {MAX_EXPONENT}")
+        return super().call_binop(context, operator, left, right)
+
 
 def _environment(search: tuple[str, ...]) -> ImmutableSandboxedEnvironment:
     loader = jinja2.FileSystemLoader([*search, str(data_dir("prompts"))])
-    env = ImmutableSandboxedEnvironment(
+    env = _BoundedEnvironment(
         loader=loader,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=False,

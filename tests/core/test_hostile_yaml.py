@@ -68,3 +68,37 @@ def test_depth_at_the_limit_is_read() -> None:
     text = "v: " + "[" * (MAX_DEPTH - 2) + "1" + "]" * (MAX_DEPTH - 2) + "\n"
     tree, diags = load(text, "ok.yaml")
     assert not diags and tree is not None
+
+
+FAMILY = """\
+name: fam
+kind: automaton
+automaton:
+  start: A
+  accept: {{states: [B]}}
+  states:
+    - A
+    - for: {{k: {family}}}
+      name: "{name}"
+    - B
+  transitions:
+    - {{from: A, to: B, input: go}}
+"""
+
+
+@pytest.mark.parametrize(
+    "family, name, needle",
+    [
+        ("{from: 1, to: 100000000}", "s{{ k }}", "takes 100000000 values"),
+        ("[1]", "{{ 'x' * 3000000000 }}", "more than 1000000 items"),
+        ("[1]", "{{ 2 ** 1000000 }}", "exponent larger"),
+        ("{from: 1, to: 3, except: [[1]]}", "s{{ k }}", "takes single values"),
+        ("'range(1, 10**9)'", "s{{ k }}", "Range too big"),
+    ],
+)
+def test_families_are_bounded(family: str, name: str, needle: str, tmp_path: Path) -> None:
+    spec = tmp_path / "fam.yaml"
+    spec.write_text(FAMILY.format(family=family, name=name), encoding="utf-8")
+    code, out, err = run_fllm("validate", str(spec), timeout=60)
+    assert code == 1 and needle in out, out + err
+    assert "Traceback" not in out + err and "internal error" not in out + err

@@ -116,16 +116,36 @@ def _values(reader: Reader, name: str, node: Node, binding: dict[str, Any]) -> l
         if step == 0:
             step = 1 if stop >= start else -1
         skip_node = Reader.get(m, "except")
-        skip = {_plain(v) for v in (skip_node.value if skip_node else []) or []}
+        skip_values = skip_node.value if skip_node else []
+        if not isinstance(skip_values, list):
+            skip_values = [skip_node] if skip_node is not None else []
+        skip = [_plain(v) for v in skip_values]
+        if any(isinstance(v, (list, dict)) for v in skip):
+            raise _Bad(f"'except' of '{name}' takes single values, not lists")
         end = stop + (1 if step > 0 else -1)
-        return [v for v in range(start, end, step) if v not in skip]
+        span = range(start, end, step)
+        _check_size(name, len(span))
+        return [v for v in span if v not in skip]
     if isinstance(value, str):
         got = _evaluate(value, binding)
         try:
+            _check_size(name, len(got))
             return list(got)
         except TypeError:
-            raise _Bad(f"'{value}' is not a list or range (got {got!r})") from None
+            raise _Bad(f"'{value}' is not a list or range (got {str(got)[:60]!r})") from None
     raise _Bad(f"loop variable '{name}' needs a list, a range mapping or an expression")
+
+
+# The most copies one family may make; more is almost surely a mistake, and would be slow.
+MAX_FAMILY = 10_000
+
+
+def _check_size(name: str, size: int) -> None:
+    if size > MAX_FAMILY:
+        raise _Bad(
+            f"'{name}' takes {size} values; a family makes at most {MAX_FAMILY} copies "
+            "(split it, or narrow the range)"
+        )
 
 
 def _plain(node: Any) -> Any:
@@ -179,7 +199,14 @@ def _bindings(reader: Reader, item: Node) -> Iterator[tuple[dict[str, Any], Loca
         binding.pop(name, None)
 
     try:
+        made = 0
         for binding in expand(0, {}):
+            made += 1
+            if made > MAX_FAMILY:
+                raise _Located(
+                    f"the family makes more than {MAX_FAMILY} copies (split it, or narrow it)",
+                    for_node.loc,
+                )
             if when_node is not None:
                 try:
                     keep = _evaluate(str(when_node.value), binding)
