@@ -102,3 +102,15 @@ def test_families_are_bounded(family: str, name: str, needle: str, tmp_path: Pat
     code, out, err = run_fllm("validate", str(spec), timeout=60)
     assert code == 1 and needle in out, out + err
     assert "Traceback" not in out + err and "internal error" not in out + err
+
+
+def test_a_huge_set_is_refused_with_the_cap(tmp_path: Path) -> None:
+    elements = ", ".join(f"e{i}" for i in range(3000))
+    spec = tmp_path / "set.yaml"
+    spec.write_text(
+        "name: s\nkind: grammar\ngrammar:\n  start: S\n  terminals: [a]\n"
+        f"  sets:\n    A: {{elements: [{elements}]}}\n  productions:\n    S: [a A]\n",
+        encoding="utf-8",
+    )
+    code, out, _ = run_fllm("validate", str(spec), timeout=60)
+    assert code == 1 and "has 3000 elements; at most 200" in out

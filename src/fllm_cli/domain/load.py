@@ -47,6 +47,7 @@ SYMBOL_KEYS = {"phrase", "description", "max_uses"}
 MODALITY_KEYS = {"phrase", "description"}
 KINDS = ("tools", "grammar", "automaton")
 EPSILON = {"ε", "eps", "epsilon"}
+MAX_SET_ELEMENTS = 200
 
 
 def read_domain(path: str | Path) -> tuple[Domain | None, list[Diagnostic]]:
@@ -387,6 +388,13 @@ def _sets(reader: Reader, node: Node | None) -> tuple[SetSpec, ...]:
             reader.error(f"set '{name}' needs at least one element", elements_node.loc)
         if len(set(elements)) != len(elements):
             reader.error(f"set '{name}' lists an element twice", elements_node.loc)  # type: ignore[union-attr]
+        if len(elements) > MAX_SET_ELEMENTS:
+            reader.error(
+                f"set '{name}' has {len(elements)} elements; at most {MAX_SET_ELEMENTS} "
+                "(each is one yes/no question to the model)",
+                elements_node.loc,  # type: ignore[union-attr]
+            )
+            elements = elements[:MAX_SET_ELEMENTS]
         out.append(
             SetSpec(
                 name,
