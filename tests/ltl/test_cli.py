@@ -117,7 +117,10 @@ def test_agent_json_and_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ]
     assert data["steps"][3]["text"] == "52.8"
     events = [json.loads(line) for line in trace.read_text().splitlines()]
-    assert {e["event"] for e in events} == {"step", "generate", "choice", "env", "run"}
+    assert {e["type"] for e in events} == {"generate", "choice", "event"}
+    assert {e["event"] for e in events if e["type"] == "event"} == {"step", "env", "run"}
+    calls = [e for e in events if e["type"] != "event"]
+    assert all({"kind", "prompt", "reply", "usage", "latency"} <= e.keys() for e in calls)
 
 
 @pytest.mark.parametrize(

@@ -101,7 +101,8 @@ def test_trace_then_replay_reproduces_the_run(tmp_path: Path, openagi: str) -> N
     assert code == 0
     records = [json.loads(line) for line in trace.read_text().splitlines()]
     assert records and all(
-        {"prompt", "options", "reply", "choice", "latency_s"} <= r.keys() for r in records
+        {"type", "kind", "prompt", "options", "reply", "choice", "usage", "latency"} <= r.keys()
+        for r in records
     )
     code, replayed, err = fllm(*base, "--model", f"replay:{trace}")
     assert code == 0, err

@@ -53,7 +53,7 @@ def test_solve_command_writes_result_and_trace(tmp_path: Path, capsys) -> None:
     assert code_ == 0
     result = json.loads(out.read_text())
     assert result["objective"] == 2520 and result["accepted"]
-    stages = [json.loads(line)["stage"] for line in trace.read_text().splitlines()]
+    stages = [json.loads(line)["kind"] for line in trace.read_text().splitlines()]
     assert stages == ["definer", "formulator", "codegen", "execute", "formatter", "assess"]
     assert "status: sat  objective: 2520" in capsys.readouterr().out
 

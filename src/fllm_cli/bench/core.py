@@ -18,7 +18,7 @@ from fllm_cli.diagnostics import did_you_mean
 from fllm_cli.domain.model import Domain
 from fllm_cli.errors import UsageError
 from fllm_cli.llm.base import Model
-from fllm_cli.llm.registry import ModelOptions, make_model, resolve_model_name
+from fllm_cli.llm.registry import ModelOptions, make_model, parse_model_spec, resolve_model_name
 from fllm_cli.search.planner import Budgets
 
 SHARED_LOCKED = ("local", "scripted", "replay")
@@ -69,7 +69,7 @@ def parse_strategies(text: str) -> list[str]:
 def make_pool(spec: str | None, options: ModelOptions) -> tuple[ModelPool, Model | None]:
     """Return the pool for a ``--model`` string and the shared model to close (if any)."""
     name = resolve_model_name(spec).strip()
-    kind, _, arg = name.partition(":")
+    kind, arg = parse_model_spec(name)
     if kind == "random":
         make_model(name)  # validates the seed
         base = int(arg) if arg else None

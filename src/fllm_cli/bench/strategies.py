@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fllm_cli import api
-from fllm_cli.bench.meter import Meter
 from fllm_cli.bench.parse import ParseError, parse_plan
 from fllm_cli.bench.scoring import plan_tools, score
 from fllm_cli.bench.tasks import BenchTask, reference_tools
 from fllm_cli.domain.model import Domain
 from fllm_cli.errors import BackendError, FllmError
 from fllm_cli.llm.base import GenerateRequest, Model
+from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.search.planner import Budgets
 
@@ -50,7 +50,7 @@ def run_pair(
     config: BenchConfig, task: BenchTask, index: int, strategy: str, model: Model
 ) -> Outcome:
     """Run ``task`` with ``strategy``; failures become invalid results, never exceptions."""
-    meter = Meter(model)
+    meter = RunMeter(model)
     start = time.perf_counter()
     row = _row(task, index, strategy)
     trace: list[dict[str, Any]] = []
@@ -104,7 +104,7 @@ def _problem(domain: Domain, task: BenchTask) -> api.Problem:
 
 
 def _formal(
-    config: BenchConfig, problem: api.Problem, meter: Meter, row: dict[str, Any]
+    config: BenchConfig, problem: api.Problem, meter: RunMeter, row: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """Plan inside the automaton."""
     result = api.plan(problem, meter, budgets=config.budgets)
@@ -119,7 +119,7 @@ def _baseline(
     problem: api.Problem,
     task: BenchTask,
     strategy: str,
-    meter: Meter,
+    meter: RunMeter,
     row: dict[str, Any],
 ) -> None:
     """Ask for a free-text plan, parse it, and verify it."""
@@ -182,7 +182,7 @@ def prompt_vars(config: BenchConfig, task: BenchTask, strategy: str) -> dict[str
     }
 
 
-def _stats(stats: dict[str, Any] | None, meter: Meter, seconds: float) -> dict[str, Any]:
+def _stats(stats: dict[str, Any] | None, meter: RunMeter, seconds: float) -> dict[str, Any]:
     """Return the row's stats: the planner's when it finished, else what the meter saw."""
     out = (
         dict(stats)
@@ -201,6 +201,6 @@ def _stats(stats: dict[str, Any] | None, meter: Meter, seconds: float) -> dict[s
         }
     )
     if not stats:
-        out.update(meter.totals())
+        out.update(meter.summary())
     out["seconds"] = round(seconds, 4)
     return out

@@ -16,6 +16,7 @@ from fllm_cli.cli.options import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     ApiBaseOpt,
+    MaxCostOpt,
     ModelOpt,
     NoCacheOpt,
     OutOpt,
@@ -29,6 +30,7 @@ from fllm_cli.cli.options import (
     renamed,
 )
 from fllm_cli.cli.progress import LiveStatus
+from fllm_cli.cli.safe import plain, safe, safe_json
 from fllm_cli.errors import UsageError
 from fllm_cli.ltl.runtime import Budget, Observer, Step
 
@@ -37,35 +39,20 @@ CHECK_FORMATS = ("rich", "json")
 
 
 class _Recorder(Observer):
-    """Keep trace records and, in rich mode, print each step as soon as it is written."""
+    """In rich mode, print each step as soon as it is written (the trace is the meter's)."""
 
     def __init__(self, console: Console | None, echo_user: bool) -> None:
         self.console = console
         self.echo_user = echo_user
-        self.records: list[dict[str, Any]] = []
 
     def filled(self, step: Step) -> None:
         from fllm_cli.ltl.output import step_text
 
-        self.records.append(
-            {
-                "event": "step",
-                "state": step.state,
-                "tag": step.tag,
-                "text": step.text,
-                "source": step.source,
-                "tag_forced": step.tag_forced,
-                "notes": step.notes,
-            }
-        )
         if self.console is None:
             return
         if step.source == "env" and not self.echo_user and "user" in step.state.lower():
             return
-        self.console.print(step_text(step), soft_wrap=True)
-
-    def event(self, record: dict[str, Any]) -> None:
-        self.records.append(record)
+        self.console.print(step_text(step), soft_wrap=True)  # a Text: no markup; see safe.py
 
 
 def _reader(console: Console | None) -> Any:
@@ -131,6 +118,7 @@ def agent_command(
     timeout: TimeoutOpt = DEFAULT_TIMEOUT,
     retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
+    max_cost: MaxCostOpt = None,
     max_seconds: float | None = typer.Option(
         None,
         "--max-seconds",
@@ -165,23 +153,26 @@ def agent_command(
     # An agent that talks with the user reads the terminal; a status line would fight it.
     status = LiveStatus("agent", enabled=not quiet and not has_user)
     backend = status.observe(
-        make_model(model, model_options(api_base, temperature, timeout, retries, no_cache))
+        make_model(model, model_options(api_base, temperature, timeout, retries, no_cache)),
+        max_cost=max_cost,
     )
+    run = None
     try:
         if live is not None:
             live.print(legend())
             if question:
-                live.print(Text(f"Question: {question}", style="bold"))
+                live.print(plain(f"Question: {question}", style="bold"))
         with status:
             run = run_agent(
                 spec, question, backend, options, recorder, _reader(live or stderr_console())
             )
     finally:
         backend.close()
-    if trace:
-        summary = {"event": "run", **{k: v for k, v in to_json(run).items() if k != "steps"}}
-        lines = [json.dumps(r, ensure_ascii=False) for r in [*recorder.records, summary]]
-        write_atomic(trace, "\n".join(lines) + "\n")
+        if trace:  # every model call, env turn and step, kept even when the run fails
+            if run is not None:
+                backend.event("run", **{k: v for k, v in to_json(run).items() if k != "steps"})
+            lines = [json.dumps(r, ensure_ascii=False) for r in backend.records]
+            write_atomic(trace, "\n".join(lines) + "\n")
     if out_file:
         body = bare_transcript(run) if fmt == "transcript" else None
         write_atomic(
@@ -190,13 +181,13 @@ def agent_command(
     if quiet:
         return
     if fmt == "json":
-        print(json.dumps(to_json(run), indent=2, ensure_ascii=False))
+        print(safe_json(json.dumps(to_json(run), indent=2, ensure_ascii=False)))
     elif fmt == "transcript":
-        sys.stdout.write(bare_transcript(run))
+        sys.stdout.write(safe(bare_transcript(run)))
     else:
         out.print()
         answer = run.answer if run.answer is not None else "(none)"
-        out.print(Text.assemble(("answer:", "bold"), " ", answer), highlight=False)
+        out.print(Text.assemble(("answer:", "bold"), " ", plain(answer)), highlight=False)
         state = "reached the final state" if run.reached_final else f"ended by the {run.ended_by}"
         out.print(
             f"[dim]{run.agent}: {state}; {stats_line(run)}[/]", highlight=False, soft_wrap=True
@@ -261,11 +252,8 @@ def check_trace_command(
             continue
         v = r.violation
         allowed = f"; allowed here: {', '.join(v.allowed)}" if v.allowed else ""
-        out.print(
-            f"[red]FAIL[/] {file}:{v.line}: example {number}: {v.message}{allowed}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        line = plain(f" {file}:{v.line}: example {number}: {v.message}{allowed}")
+        out.print(Text.assemble(("FAIL", "red"), line), highlight=False, soft_wrap=True)
     verdict = (
         "[green]all examples follow the spec[/]"
         if not failed

@@ -11,6 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from fllm_cli.bench import report as rep
 from fllm_cli.bench.core import BenchOptions, BenchRun, parse_strategies, run_bench
@@ -32,6 +33,7 @@ from fllm_cli.cli.options import (
     format_option,
     model_options,
 )
+from fllm_cli.cli.safe import plain
 from fllm_cli.errors import UsageError
 from fllm_cli.search.planner import Budgets
 
@@ -163,7 +165,9 @@ def _warn_bad_lines(run: BenchRun) -> None:
     console = stderr_console()
     for error in run.bad_lines:
         console.print(
-            f"[yellow]warning:[/] {error} (line skipped)", highlight=False, soft_wrap=True
+            Text.assemble(("warning:", "yellow"), plain(f" {error} (line skipped)")),
+            highlight=False,
+            soft_wrap=True,
         )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from fllm_cli.cli.safe import SafeConsole, safe
 from fllm_cli.errors import FllmError, UsageError
 from fllm_cli.textio import read_text
 
@@ -23,10 +24,11 @@ def stdout_console() -> Console:
     """Return the console for results: the terminal's width, or natural width when piped.
 
     Colour follows rich's rules: off when piped, ``NO_COLOR`` turns it off, ``FORCE_COLOR`` on.
+    Control characters in printed text are shown as escapes (see ``cli/safe.py``).
     """
-    console = Console(highlight=False, soft_wrap=False)
+    console = SafeConsole(highlight=False, soft_wrap=False)
     if not console.is_terminal:
-        console = Console(highlight=False, soft_wrap=False, width=PIPE_WIDTH)
+        console = SafeConsole(highlight=False, soft_wrap=False, width=PIPE_WIDTH)
     return console
 
 
@@ -40,15 +42,15 @@ def plain_text(renderable: Any) -> str:
 
 
 def stderr_console() -> Console:
-    """Return the console for progress and errors."""
-    return Console(stderr=True, highlight=False)
+    """Return the console for progress and errors (control characters shown as escapes)."""
+    return SafeConsole(stderr=True, highlight=False)
 
 
 def report_error(error: FllmError, console: Console | None = None) -> int:
     """Print ``error: ...`` on one line to stderr and return the exit code."""
     console = console or stderr_console()
     console.print(
-        f"[bold red]error:[/] {escape(error.one_line())}",
+        f"[bold red]error:[/] {escape(safe(error.one_line()))}",
         markup=True,
         highlight=False,
         soft_wrap=True,
@@ -60,7 +62,7 @@ def report_usage(line: str, console: Console | None = None) -> None:
     """Print a command-line misuse as ``error: ...`` on one line to stderr."""
     console = console or stderr_console()
     console.print(
-        f"[bold red]error:[/] {escape(line)}", markup=True, highlight=False, soft_wrap=True
+        f"[bold red]error:[/] {escape(safe(line))}", markup=True, highlight=False, soft_wrap=True
     )
 
 

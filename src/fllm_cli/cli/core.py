@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 from rich.markup import escape
+from rich.text import Text
 from rich.tree import Tree
 
 from fllm_cli import api
@@ -23,6 +24,7 @@ from fllm_cli.cli.common import (
     write_atomic,
 )
 from fllm_cli.cli.options import OutOpt, check_format, format_option
+from fllm_cli.cli.safe import plain, safe_json
 from fllm_cli.diagnostics import Diagnostic, sort_key
 from fllm_cli.domain.variables import parse_var_options
 from fllm_cli.plan.model import Derivation, TreeNode
@@ -110,7 +112,7 @@ def validate(
         if out_file:
             write_atomic(out_file, text)
         if fmt == "json":
-            sys.stdout.write(text)
+            sys.stdout.write(safe_json(text))
             raise typer.Exit(1 if failed else 0)
     _print_diagnostics(checked, quiet)
     raise typer.Exit(1 if failed else 0)
@@ -121,7 +123,7 @@ def _print_diagnostics(checked: list[tuple[str, list[Diagnostic], str]], quiet: 
     for spec, diags, summary in checked:
         for d in sorted(diags, key=sort_key):
             style = "red" if d.severity == "error" else "yellow"
-            out.print(f"[{style}]{d.header()}[/]", soft_wrap=True, markup=True, highlight=False)
+            out.print(plain(d.header(), style), soft_wrap=True, highlight=False)
             excerpt = d.excerpt()
             if excerpt:
                 out.print(excerpt, markup=False, highlight=False, soft_wrap=True)
@@ -197,15 +199,16 @@ def _write_text(text: str, out_file: str | None) -> None:
 
 
 def _rich_tree(derivation: Derivation) -> Tree:
+    """Return a derivation as a tree; every label is plain text, never markup."""
     g = derivation.grammar
 
-    def label(node: TreeNode) -> str:
+    def label(node: TreeNode) -> Text:
         head = derivation.head(node)
         if head is not None and g.terminal[head].kind == "input":
-            return f"[cyan]{head}[/]"
+            return plain(head, style="cyan")
         if head is not None:
-            return f"[bold]{head}[/] [dim]→ {g.phrase(node.lhs)}[/]"
-        return f"{node.lhs}"
+            return Text.assemble(plain(head, "bold"), " ", plain(f"→ {g.phrase(node.lhs)}", "dim"))
+        return plain(node.lhs)
 
     def add(parent: Tree, node: TreeNode) -> None:
         branch = parent.add(label(node))
@@ -213,7 +216,7 @@ def _rich_tree(derivation: Derivation) -> Tree:
             if isinstance(child, TreeNode):
                 add(branch, child)
             elif derivation.head(node) != child:
-                branch.add(f"[green]{child}[/]")
+                branch.add(plain(child, style="green"))
 
     if derivation.root is None:
         return Tree("(empty)")
@@ -222,7 +225,7 @@ def _rich_tree(derivation: Derivation) -> Tree:
         if isinstance(child, TreeNode):
             add(root, child)
         elif derivation.head(derivation.root) != child:
-            root.add(f"[green]{child}[/]")
+            root.add(plain(child, style="green"))
     return root
 
 
@@ -306,13 +309,19 @@ def _failure_place(verdict: Any, text: str, shown: str, doc: dict[str, Any] | No
 
 def _print_verdict(report: dict[str, Any], fmt: str, verdict: Any, spec: str) -> None:
     if fmt == "json":
-        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(safe_json(json.dumps(report, indent=2, ensure_ascii=False) + "\n"))
         return
     if not verdict.valid:
         return
     out = stdout_console()
     if fmt == "rich":
-        out.print(f"[green]valid plan[/] ({report['symbols']} symbols) for {Path(spec).name}")
+        out.print(
+            Text.assemble(
+                ("valid plan", "green"),
+                f" ({report['symbols']} symbols) for ",
+                plain(Path(spec).name),
+            )
+        )
         if verdict.derivation is not None:
             out.print(_rich_tree(verdict.derivation))
     for step in report["steps"]:

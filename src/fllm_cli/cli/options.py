@@ -14,13 +14,11 @@ import typer
 
 from fllm_cli.cli.common import stderr_console
 from fllm_cli.errors import UsageError
-from fllm_cli.llm.registry import ModelOptions
+from fllm_cli.llm.options import ModelOptions
+from fllm_cli.llm.registry import model_help
 
-MODEL_HELP = (
-    "Model: a LiteLLM string (gpt-4o, anthropic/..., ollama/llama3, openai/NAME with --api-base), "
-    "local[:PATH.gguf] (embedded, the default), random[:SEED], scripted:FILE, replay:TRACE.jsonl. "
-    "Default: $FLLM_MODEL, else local."
-)
+# Generated from the back-end table (built-ins and ``fllm.models`` plugins).
+MODEL_HELP = model_help()
 
 T = TypeVar("T")
 
@@ -48,6 +46,15 @@ QuietOpt = Annotated[
 OutOpt = Annotated[
     str | None,
     typer.Option("--out", "-o", metavar="FILE", help="Also write the result to FILE (atomically)."),
+]
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        min=0.0,
+        metavar="USD",
+        help="Money budget of the run; no model call starts once it is spent.",
+    ),
 ]
 MaxSecondsOpt = Annotated[
     float | None,

@@ -7,6 +7,8 @@ import sys
 from typing import Any
 
 import typer
+import yaml
+from rich.text import Text
 
 from fllm_cli import api
 from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
@@ -30,6 +32,7 @@ from fllm_cli.cli.options import (
     renamed,
 )
 from fllm_cli.cli.progress import LiveStatus
+from fllm_cli.cli.safe import plain, safe, safe_json
 from fllm_cli.domain.variables import parse_var_options
 from fllm_cli.errors import FllmError
 from fllm_cli.llm.registry import make_model, resolve_model_name
@@ -173,16 +176,29 @@ def _emit(
     if quiet:
         return
     if fmt != "rich":
-        sys.stdout.write(EXPORTERS[fmt](doc))
+        sys.stdout.write(_terminal_export(doc, fmt))
         return
     out = stdout_console()
-    out.print(f"[bold]Plan[/] for: {doc['task']}", highlight=False)
+    out.print(Text.assemble(("Plan", "bold"), " for: ", plain(doc["task"])))
     if result.derivation is not None:
         out.print(_rich_tree(result.derivation))
-    out.print("[bold]Execution order[/]")
+    out.print(Text("Execution order", style="bold"))
     for line in step_lines(doc, _task_from_doc(doc)):
-        out.print("  " + line, highlight=False)
-    out.print(f"[dim]{stats_line(doc['stats'])}[/]", highlight=False)
+        out.print(plain("  " + line))
+    out.print(plain(stats_line(doc["stats"]), style="dim"))
+
+
+def _terminal_export(doc: dict[str, Any], fmt: str) -> str:
+    """Return the plan in ``fmt`` for standard output: no character a terminal acts on.
+
+    JSON and YAML stay the same data (their own escapes); the other formats show escapes.
+    """
+    text = EXPORTERS[fmt](doc)
+    if fmt == "json":
+        return safe_json(text)
+    if fmt == "yaml":
+        return text if safe(text) == text else yaml.safe_dump(doc, sort_keys=False, width=100)
+    return safe(text)
 
 
 def register(app: typer.Typer) -> None:

@@ -15,7 +15,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from fllm_cli.cli.common import stderr_console
 from fllm_cli.llm.base import Model
-from fllm_cli.llm.observe import CallTally, ObservedModel
+from fllm_cli.llm.meter import CallTally, RunMeter
 
 
 class LiveStatus:
@@ -73,7 +73,17 @@ class LiveStatus:
         )
 
     def observe(
-        self, model: Model, max_seconds: float | None = None, flag: str = "--max-seconds"
-    ) -> ObservedModel:
-        """Wrap ``model`` so that each call updates this display and respects the deadline."""
-        return ObservedModel(model, on_call=self.calls, max_seconds=max_seconds, budget_flag=flag)
+        self,
+        model: Model,
+        max_seconds: float | None = None,
+        flag: str = "--max-seconds",
+        max_cost: float | None = None,
+    ) -> RunMeter:
+        """Return the run's meter around ``model``: it updates this display at each call."""
+        return RunMeter(
+            model,
+            on_call=self.calls,
+            max_seconds=max_seconds,
+            budget_flag=flag,
+            max_cost=max_cost,
+        )

@@ -14,6 +14,7 @@ from fllm_cli.cli.options import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     ApiBaseOpt,
+    MaxCostOpt,
     ModelOpt,
     NoCacheOpt,
     OutOpt,
@@ -27,6 +28,7 @@ from fllm_cli.cli.options import (
     renamed,
 )
 from fllm_cli.cli.progress import LiveStatus
+from fllm_cli.cli.safe import safe_json
 from fllm_cli.errors import UsageError
 
 _ATTEMPTS = typer.Option(
@@ -122,6 +124,7 @@ def solve_command(
     request_timeout: TimeoutOpt = DEFAULT_TIMEOUT,
     retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
+    max_cost: MaxCostOpt = None,
     fmt: str = format_option(SOLVE_FORMATS),
     out_file: OutOpt = None,
     output: str | None = _OLD_OUT,
@@ -155,7 +158,8 @@ def solve_command(
     )
     status = LiveStatus("solving", enabled=not quiet)
     backend = status.observe(
-        make_model(model, model_options(api_base, temperature, request_timeout, retries, no_cache))
+        make_model(model, model_options(api_base, temperature, request_timeout, retries, no_cache)),
+        max_cost=max_cost,
     )
     session = Session(backend, spec, text, settings)
     try:
@@ -164,14 +168,14 @@ def solve_command(
     finally:
         backend.close()
         if trace:
-            write_atomic(trace, _trace_lines(session.trace))
+            write_atomic(trace, _trace_lines(backend.records))
     data = result.to_json()
     if out:
         write_atomic(out, json.dumps(data, indent=2) + "\n")
     if quiet:
         return
     if fmt == "json":
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(safe_json(json.dumps(data, indent=2, ensure_ascii=False) + "\n"))
     else:
         _render(data)
 
@@ -208,6 +212,7 @@ def bench_command(
     request_timeout: TimeoutOpt = DEFAULT_TIMEOUT,
     retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
+    max_cost: MaxCostOpt = None,
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N queries."),
     concurrency: int = typer.Option(
         1, "--concurrency", "-j", min=1, max=32, help="Queries solved in parallel (threads)."
@@ -240,9 +245,11 @@ def bench_command(
         max_attempts, max_rounds, timeout, memory_mb, horizon, max_seconds, unisolated
     )
     options = model_options(api_base, temperature, request_timeout, retries, no_cache)
-    make_model(model, options).close()  # fail fast on a bad --model before starting threads
     err = stderr_console()
     status = LiveStatus("solve-bench", enabled=not quiet)
+    # The run's meter (built now: a bad --model fails before any thread starts) counts and
+    # caps the spend of every query; each thread's model is a fork of it.
+    meter = status.observe(make_model(model, options), max_cost=max_cost)
     done = {"n": 0, "optimal": 0}
 
     def progress(row: dict[str, Any]) -> None:
@@ -250,16 +257,19 @@ def bench_command(
         done["optimal"] += int(row["optimal"])
         status.stage(f"{done['n']}/{len(items)} queries, {done['optimal']} optimal")
 
-    with status:
-        report = run_bench(
-            spec,
-            items,
-            lambda: status.observe(make_model(model, options)),
-            settings,
-            concurrency,
-            tolerance,
-            progress,
-        )
+    try:
+        with status:
+            report = run_bench(
+                spec,
+                items,
+                lambda: meter.fork(make_model(model, options)),
+                settings,
+                concurrency,
+                tolerance,
+                progress,
+            )
+    finally:
+        meter.close()
     if trace:
         records = [
             {**r, "query_index": row["index"]} for row in report["rows"] for r in row["trace"]
@@ -285,6 +295,12 @@ def bench_command(
         f"cost ${report['cost_usd']:.4f}  {report['seconds']:.1f}s",
         markup=False,
     )
+    if report.get("stopped") == "max_cost":
+        err.print(
+            f"stopped: --max-cost reached after {n} of {len(items)} queries",
+            highlight=False,
+            markup=False,
+        )
     if output:
         err.print(f"report written to {Path(output)}", highlight=False, markup=False)
 

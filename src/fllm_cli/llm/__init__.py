@@ -10,7 +10,9 @@ from fllm_cli.llm.base import (
     Usage,
     parse_choice,
 )
-from fllm_cli.llm.registry import ModelOptions, make_model
+from fllm_cli.llm.meter import RunMeter
+from fllm_cli.llm.options import ModelOptions
+from fllm_cli.llm.registry import make_model, parse_model_spec
 
 __all__ = [
     "ChoiceRequest",
@@ -19,8 +21,10 @@ __all__ = [
     "Generation",
     "Model",
     "ModelOptions",
+    "RunMeter",
     "TextModel",
     "Usage",
     "make_model",
     "parse_choice",
+    "parse_model_spec",
 ]

@@ -166,6 +166,13 @@ def _looks_corrupt(exc: sqlite3.Error) -> bool:
 _SHARED: dict[Path, ResponseCache] = {}
 
 
+def cache_for(options: Any) -> ResponseCache | None:
+    """Return the shared reply cache for a back end, or None when ``options.cache`` is off."""
+    if not getattr(options, "cache", True) or os.environ.get("FLLM_NO_CACHE"):
+        return None
+    return open_cache()
+
+
 def open_cache(path: str | Path | None = None) -> ResponseCache:
     """Return the process-wide cache for ``path`` (default: under ``fllm_home()``)."""
     target = Path(path) if path is not None else fllm_home() / FILE_NAME

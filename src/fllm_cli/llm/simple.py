@@ -17,6 +17,7 @@ from fllm_cli.llm.base import (
     Model,
     TextModel,
 )
+from fllm_cli.llm.options import ModelOptions
 
 
 class RandomModel(Model):
@@ -84,3 +85,15 @@ class ScriptedModel(TextModel):
         except OSError as exc:
             raise UsageError(f"cannot read scripted answers '{path}': {exc.strerror}") from exc
         return cls([line for line in lines if line.strip()], name=f"scripted:{path}")
+
+
+def random_factory(arg: str, options: ModelOptions) -> RandomModel:
+    """Build ``random`` / ``random:SEED``."""
+    if arg and not arg.lstrip("-").isdigit():
+        raise UsageError(f"random seed must be an integer, got '{arg}'")
+    return RandomModel(int(arg) if arg else None)
+
+
+def scripted_factory(arg: str, options: ModelOptions) -> ScriptedModel:
+    """Build ``scripted:FILE``."""
+    return ScriptedModel.from_file(arg)

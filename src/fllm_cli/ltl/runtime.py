@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fllm_cli.errors import ContextOverflow, UsageError
+from fllm_cli.errors import BudgetExceeded, ContextOverflow, TimeBudgetExceeded, UsageError
 from fllm_cli.llm.base import ChoiceRequest, GenerateRequest, Model, Usage
+from fllm_cli.llm.meter import RunMeter
 from fllm_cli.ltl.automaton import Automaton
 from fllm_cli.ltl.environment import Environment
 from fllm_cli.ltl.spec import AgentSpec, StateDecl
@@ -92,7 +93,7 @@ class Observer:
         """Call when a state's text is complete."""
 
     def event(self, record: dict[str, Any]) -> None:
-        """Call with one trace record (model call, choice, tool run)."""
+        """Call with each trace record as it is made (model call, choice, env turn, step)."""
 
 
 def render_step(step: Step) -> str:
@@ -135,6 +136,10 @@ class AgentRunner:
         self.spec = spec
         self.automaton = automaton
         self.model = model
+        # Every call goes through the run meter (the caller's when ``model`` is one); the run's
+        # own records (model calls, env turns, steps) are also kept in ``self.records``.
+        self.records: list[dict[str, Any]] = []
+        self.meter = RunMeter.wrap(model).fork(records=self.records)
         self.env = environment
         self.header = header
         self.tool_names = tool_names
@@ -281,6 +286,17 @@ class AgentRunner:
         else:
             proposed = self._fill_model(step)
         self.observer.filled(step)
+        self.observer.event(
+            self.meter.event(
+                "step",
+                state=step.state,
+                tag=step.tag,
+                text=step.text,
+                source=step.source,
+                tag_forced=step.tag_forced,
+                notes=step.notes,
+            )
+        )
         return proposed, stop
 
     def _fill_env(self, step: Step, decl: StateDecl) -> bool:
@@ -291,15 +307,11 @@ class AgentRunner:
             self.stats.tool_calls += 1
         if not result.ok:
             self.stats.tool_errors += 1
+        detail = {k: v for k, v in result.detail.items() if k not in ("type", "event")}
         self.observer.event(
-            {
-                "event": "env",
-                "state": step.state,
-                "text": result.text,
-                "ok": result.ok,
-                "end": result.end,
-                **result.detail,
-            }
+            self.meter.event(
+                "env", state=step.state, text=result.text, ok=result.ok, end=result.end, **detail
+            )
         )
         return result.end
 
@@ -327,7 +339,7 @@ class AgentRunner:
             kind="agent-state",
         )
         try:
-            generation = self.model.generate(request)
+            generation = self.meter.generate(request, state=step.state)
         except ContextOverflow:
             # Like a spent budget: the transcript cannot grow, so close it validly.
             self.closing = True
@@ -336,21 +348,22 @@ class AgentRunner:
             step.text = ""
             step.notes.append("the model's context window is full; closing the run")
             return None
+        except BudgetExceeded as exc:
+            self._spent(exc)
+            step.source = "forced"
+            step.text = ""
+            step.notes.append("the cost budget is spent; closing the run")
+            return None
         self.stats.generate_calls += 1
         self.stats.model_calls += generation.calls
         self.stats.usage.add(generation.usage)
         text, proposed, notes = self._cut(generation.text)
         step.text = text
         step.notes.extend(notes)
-        self.observer.event(
-            {
-                "event": "generate",
-                "state": step.state,
-                "reply": generation.text,
-                "proposed": proposed,
-                "finish_reason": generation.finish_reason,
-            }
-        )
+        record = self.meter.last
+        if record is not None:
+            record["proposed"] = proposed
+            self.observer.event(record)
         return proposed
 
     def _cut(self, raw: str) -> tuple[str, str | None, list[str]]:
@@ -415,24 +428,26 @@ class AgentRunner:
                 "state": current.tag.strip() if current else "",
             },
         )
-        result = self.model.choose(ChoiceRequest(prompt=prompt, options=options, kind=kind))
+        try:
+            result = self.meter.choose(ChoiceRequest(prompt=prompt, options=options, kind=kind))
+        except BudgetExceeded as exc:
+            self._spent(exc)
+            return 0
         self.stats.choice_calls += 1
         self.stats.model_calls += result.calls
         self.stats.usage.add(result.usage)
         if result.fallback:
             self.stats.fallbacks += 1
         index = result.index if 0 <= result.index < len(options) else 0
-        self.observer.event(
-            {
-                "event": "choice",
-                "kind": kind,
-                "options": list(options),
-                "index": index,
-                "raw": result.raw,
-                "fallback": result.fallback,
-            }
-        )
+        if self.meter.last is not None:
+            self.observer.event(self.meter.last)
         return index
+
+    def _spent(self, exc: BudgetExceeded) -> None:
+        """A budget of the run meter is spent: close the run like a full context window."""
+        self.closing = True
+        what = "max-seconds" if isinstance(exc, TimeBudgetExceeded) else "max-cost"
+        self.stats.budget_hit = self.stats.budget_hit or what
 
 
 def header_prompt(

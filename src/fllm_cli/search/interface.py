@@ -16,6 +16,7 @@ from fllm_cli.domain.model import DEFAULT_TEMPLATES, Domain, Task
 from fllm_cli.errors import NoPlanError
 from fllm_cli.grammar.compile import parse_inputs, tool_grammar
 from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Model
+from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
@@ -74,6 +75,7 @@ def infer_interface(
         raise NoPlanError(f"no task of '{domain.name}' has a valid plan")
     template = domain.prompts.get("interface", DEFAULT_TEMPLATES["interface"])
     results: list[ChoiceResult] = []
+    meter = RunMeter.wrap(model).fork(records=trace)
 
     def ask(question: str, choices: list[str], chosen: list[str]) -> int:
         if len(choices) == 1:
@@ -90,22 +92,8 @@ def infer_interface(
             },
             domain.prompt_dirs,
         )
-        result = model.choose(ChoiceRequest(prompt, tuple(choices), "interface"))
+        result = meter.choose(ChoiceRequest(prompt, tuple(choices), "interface"))
         results.append(result)
-        trace.append(
-            {
-                "type": "choice",
-                "kind": "interface",
-                "prompt": prompt,
-                "options": choices,
-                "reply": result.raw,
-                "choice": result.index,
-                "chosen": choices[result.index],
-                "fallback": result.fallback,
-                "cached": result.cached,
-                "calls": result.calls,
-            }
-        )
         return result.index
 
     texts = [describe_inputs(combo, domain) for combo, _ in options]

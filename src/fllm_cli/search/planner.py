@@ -16,8 +16,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from fllm_cli.automaton.pda import PDA, Config
-from fllm_cli.errors import BudgetExceeded, NoPlanError
+from fllm_cli.errors import NoPlanError
 from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Model
+from fllm_cli.llm.meter import RunMeter
 
 
 class Lookahead(Protocol):
@@ -38,7 +39,11 @@ class PromptMaker(Protocol):
 
 @dataclass
 class Budgets:
-    """Search budgets; None means unlimited."""
+    """Search budgets; None means unlimited.
+
+    ``max_cost`` (USD) caps one search; the run meter enforces it (a ceiling for a whole run
+    belongs on the meter the caller passes as the model).
+    """
 
     max_llm_calls: int | None = None
     max_backtracks: int | None = 100
@@ -107,6 +112,14 @@ class Planner:
     kind: str = "plan"
     stats: PlanStats = field(default_factory=PlanStats)
     trace: list[dict[str, Any]] = field(default_factory=list)
+    meter: RunMeter = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Every choice goes through the run meter (the caller's, when ``model`` is one): it
+        # enforces the cost ceiling and writes the trace records, into ``trace`` too.
+        self.meter = RunMeter.wrap(self.model).fork(
+            max_cost=self.budgets.max_cost, records=self.trace
+        )
 
     def _emit(self, name: str, **data: Any) -> None:
         if self.on_event is not None:
@@ -168,47 +181,17 @@ class Planner:
         prompt, options = self.prompter.render(frame.config, moves)
         self.stats.choice_points += 1
         self._emit("choice", number=self.stats.choice_points, options=options)
+        request = ChoiceRequest(prompt, options, self.kind)
+        point = {"choice_point": self.stats.choice_points}
         calls_left = self.budgets.max_llm_calls
+        result: ChoiceResult
         if calls_left is not None and self.stats.llm_calls >= calls_left:
             # Out of model calls: decide deterministically so the plan stays valid.
-            result = ChoiceResult(index=0, fallback=True)
+            result = self.meter.decided(request, 0, **point)
             self.stats.budget_exhausted = "max_llm_calls"
         else:
-            result = self.model.choose(ChoiceRequest(prompt, options, self.kind))
+            result = self.meter.choose(request, **point)
         self.stats.charge(result)
-        self._record(prompt, options, result, moves)
-        self._check_cost()
+        if self.meter.last is not None:
+            self.meter.last["transition"] = self.pda.transitions[moves[result.index]].label()
         return frame.untried.pop(result.index)[1]
-
-    def _check_cost(self) -> None:
-        limit = self.budgets.max_cost
-        if limit is not None and self.stats.cost_usd > limit:
-            raise BudgetExceeded(
-                f"cost budget of ${limit:.4f} exceeded (spent ${self.stats.cost_usd:.4f} in "
-                f"{self.stats.llm_calls} calls)"
-            )
-
-    def _record(
-        self, prompt: str, options: tuple[str, ...], result: ChoiceResult, moves: list[int]
-    ) -> None:
-        self.trace.append(
-            {
-                "type": "choice",
-                "kind": self.kind,
-                "choice_point": self.stats.choice_points,
-                "options": list(options),
-                "prompt": prompt,
-                "reply": result.raw,
-                "choice": result.index,
-                "chosen": options[result.index],
-                "transition": self.pda.transitions[moves[result.index]].label(),
-                "fallback": result.fallback,
-                "cached": result.cached,
-                "calls": result.calls,
-                "latency_s": round(result.seconds, 4),
-                "prompt_tokens": result.usage.prompt_tokens,
-                "completion_tokens": result.usage.completion_tokens,
-                "cost_usd": result.usage.cost_usd,
-                "exchanges": result.exchanges,
-            }
-        )

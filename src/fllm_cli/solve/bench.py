@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fllm_cli.errors import FllmError, UsageError
+from fllm_cli.errors import BudgetExceeded, FllmError, TimeBudgetExceeded, UsageError
 from fllm_cli.llm.base import Model
 from fllm_cli.solve.pipeline import Session, Settings, solve
 from fllm_cli.solve.problem import Problem
@@ -93,10 +93,15 @@ def run_bench(
     tolerance: float = 1e-4,
     on_done: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Solve every item (``concurrency`` threads) and return the report."""
+    """Solve every item (``concurrency`` threads) and return the report.
+
+    When the models' run meter says the money is spent (``--max-cost``), the queries not yet
+    started are skipped and the report says ``"stopped": "max_cost"``.
+    """
     lock = threading.Lock()
     local = threading.local()
     models: list[Model] = []
+    stopped: list[str] = []
 
     def model() -> Model:
         if not hasattr(local, "model"):
@@ -105,12 +110,16 @@ def run_bench(
                 models.append(local.model)
         return local.model  # type: ignore[no-any-return]
 
-    def one(item: Item) -> dict[str, Any]:
+    def one(item: Item) -> dict[str, Any] | None:
+        if stopped:
+            return None
         start = time.perf_counter()
         session = Session(model(), problem, item.query, settings)
         try:
             result = solve(problem, item.query, session.model, settings, session).to_json()
         except FllmError as exc:
+            if isinstance(exc, BudgetExceeded) and not isinstance(exc, TimeBudgetExceeded):
+                stopped.append("max_cost")
             result = {"status": "error", "error": exc.one_line(), "objective": None}
         optimal, success = score(item, result, tolerance)
         row = {
@@ -132,11 +141,14 @@ def run_bench(
     start = time.perf_counter()
     try:
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            rows = list(pool.map(one, items))
+            rows = [row for row in pool.map(one, items) if row is not None]
     finally:
         for m in models:
             m.close()
-    return summarise(problem, rows, time.perf_counter() - start)
+    report = summarise(problem, rows, time.perf_counter() - start)
+    report["stopped"] = stopped[0] if stopped else None
+    report["partial"] = len(rows) < len(items)
+    return report
 
 
 def summarise(problem: Problem, rows: list[dict[str, Any]], seconds: float) -> dict[str, Any]:

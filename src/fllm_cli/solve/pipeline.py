@@ -14,8 +14,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fllm_cli.errors import TimeBudgetExceeded
 from fllm_cli.llm.base import GenerateRequest, Model
+from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.solve.pddl import Check, Task, simulate
 from fllm_cli.solve.problem import Problem
@@ -81,7 +81,12 @@ _STEP_QUESTIONS = {
 
 
 class Session:
-    """One solve: the model, the problem, the stage statistics and the trace."""
+    """One solve: the model, the problem, the stage statistics and the trace.
+
+    Model calls go through a fork of the run meter (the caller's, when ``model`` is one), which
+    enforces the query's wall-clock budget and any cost ceiling and records the trace; the
+    query's own records are also kept in ``trace``.
+    """
 
     def __init__(self, model: Model, problem: Problem, query: str, settings: Settings) -> None:
         self.model = model
@@ -90,19 +95,12 @@ class Session:
         self.settings = settings
         self.stats: dict[str, StageStats] = {}
         self.trace: list[dict[str, Any]] = []
+        self.meter = RunMeter.wrap(model).fork(max_seconds=settings.max_seconds, records=self.trace)
         self.runs = 0
-        self.started = time.monotonic()
 
     def check_time(self, stage: str) -> None:
-        """Raise TimeBudgetExceeded, naming ``stage``, once the wall-clock budget is spent."""
-        budget = self.settings.max_seconds
-        spent = time.monotonic() - self.started
-        if budget is not None and spent >= budget:
-            raise TimeBudgetExceeded(
-                f"solve stopped after {spent:.0f} s, its time budget, before stage '{stage}'",
-                hint=f"raise it with --max-seconds (now {budget:g})",
-                stage=stage,
-            )
+        """Raise once the query's time (or the run's money) is spent, naming ``stage``."""
+        self.meter.check(stage)
 
     def vars(self, **extra: Any) -> dict[str, Any]:
         """Return the template variables every stage shares."""
@@ -123,9 +121,8 @@ class Session:
 
     def ask(self, stage: str, prompt: str) -> str:
         """Send one prompt, record its cost and trace, and return the reply."""
-        self.check_time(stage)
         start = time.perf_counter()
-        gen = self.model.generate(
+        gen = self.meter.generate(
             GenerateRequest(prompt=prompt, max_tokens=self.settings.max_tokens, kind=stage)
         )
         seconds = time.perf_counter() - start
@@ -135,16 +132,6 @@ class Session:
         s.completion_tokens += gen.usage.completion_tokens
         s.cost_usd += gen.usage.cost_usd
         s.seconds += seconds
-        self.trace.append(
-            {
-                "type": "generate",
-                "stage": stage,
-                "prompt": prompt,
-                "reply": gen.text,
-                "seconds": round(seconds, 3),
-                "usage": asdict(gen.usage),
-            }
-        )
         return gen.text
 
     def run(self, code: str) -> ExecResult:
@@ -172,20 +159,18 @@ class Session:
         s = self.stats.setdefault("execute", StageStats())
         s.calls += 1
         s.seconds += seconds
-        self.trace.append(
-            {
-                "type": "exec",
-                "stage": "execute",
-                "code": code,
-                "ok": result.ok,
-                "kind": result.kind,
-                "status": result.status,
-                "objective": result.objective,
-                "error": result.error,
-                "horizon": result.horizon,
-                "isolation": result.isolation,
-                "seconds": round(seconds, 3),
-            }
+        self.meter.event(
+            "exec",
+            kind="execute",
+            code=code,
+            ok=result.ok,
+            error_kind=result.kind,
+            status=result.status,
+            objective=result.objective,
+            error=result.error,
+            horizon=result.horizon,
+            isolation=result.isolation,
+            latency=round(seconds, 4),
         )
         return result
 
