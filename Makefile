@@ -49,6 +49,7 @@ lint:
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_layers.py
 
 bench:
 	$(BIN)/python bench/run.py

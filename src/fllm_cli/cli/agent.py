@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from fllm_cli.cli import views
 from fllm_cli.cli.common import read_text_arg, stderr_console, stdout_console, write_atomic
 from fllm_cli.cli.options import (
     DEFAULT_RETRIES,
@@ -46,13 +47,12 @@ class _Recorder(Observer):
         self.echo_user = echo_user
 
     def filled(self, step: Step) -> None:
-        from fllm_cli.ltl.output import step_text
 
         if self.console is None:
             return
         if step.source == "env" and not self.echo_user and "user" in step.state.lower():
             return
-        self.console.print(step_text(step), soft_wrap=True)  # a Text: no markup; see safe.py
+        self.console.print(views.step_text(step), soft_wrap=True)  # a Text: no markup; see safe.py
 
 
 def _reader(console: Console | None) -> Any:
@@ -130,7 +130,7 @@ def agent_command(
     """Run an agent whose behaviour is an LTL formula; every transcript satisfies it."""
     from fllm_cli.llm.registry import make_model
     from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
-    from fllm_cli.ltl.output import bare_transcript, legend, stats_line, to_json
+    from fllm_cli.ltl.output import bare_transcript, stats_line, to_json
 
     fmt = check_format(fmt, RUN_FORMATS, {"text": "transcript"})
     states = renamed(max_states, max_steps, "--max-states", "--max-steps", quiet)
@@ -159,7 +159,7 @@ def agent_command(
     run = None
     try:
         if live is not None:
-            live.print(legend())
+            live.print(views.legend())
             if question:
                 live.print(plain(f"Question: {question}", style="bold"))
         with status:

@@ -15,6 +15,7 @@ from rich.text import Text
 from fllm_cli.automaton import render as pda_render
 from fllm_cli.automaton.pda import PDA
 from fllm_cli.bench import report as rep
+from fllm_cli.ltl.runtime import Step
 
 
 def _table(
@@ -70,3 +71,37 @@ def bench_blocks(report: dict[str, Any]) -> Text:
 def table_width(table: Table) -> int:
     """Return the columns a table needs when no cell is cut."""
     return sum((column.min_width or 0) + 3 for column in table.columns) + 1
+
+
+# -- agent transcripts: forced, model and environment text told apart (the paper's Fig. 4a)
+
+AGENT_STYLES = {"forced": "bold green", "model": "yellow", "env": "cyan", "choice": "magenta"}
+
+
+def legend() -> Text:
+    """Return the colour key of the transcript."""
+    text = Text("key: ")
+    for label, style in (
+        ("forced by fllm", "forced"),
+        ("model", "model"),
+        ("constrained choice", "choice"),
+        ("environment", "env"),
+    ):
+        text.append(label, style=AGENT_STYLES[style])
+        text.append("  ")
+    return text
+
+
+def step_text(step: Step) -> Text:
+    """Return one step as styled text: the tag (green when forced) and its content."""
+    line = Text()
+    line.append(
+        step.tag, style=AGENT_STYLES["forced"] if step.tag_forced else AGENT_STYLES["model"]
+    )
+    if step.text:
+        if not step.tag.endswith(" "):
+            line.append(" ")
+        line.append(step.text, style=AGENT_STYLES.get(step.source, ""))
+    for note in step.notes:
+        line.append(f"  [{note}]", style="dim")
+    return line

@@ -1,41 +1,10 @@
-"""Present a run: a styled transcript (forced, model and environment text told apart), JSON."""
+"""Present a run as data: the bare transcript, JSON, the stats line (the CLI styles it)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rich.text import Text
-
-from fllm_cli.ltl.runtime import AgentRun, Step, transcript
-
-STYLES = {"forced": "bold green", "model": "yellow", "env": "cyan", "choice": "magenta"}
-
-
-def legend() -> Text:
-    """Return the colour key of the transcript."""
-    text = Text("key: ")
-    for label, style in (
-        ("forced by fllm", "forced"),
-        ("model", "model"),
-        ("constrained choice", "choice"),
-        ("environment", "env"),
-    ):
-        text.append(label, style=STYLES[style])
-        text.append("  ")
-    return text
-
-
-def step_text(step: Step) -> Text:
-    """Return one step as styled text: the tag (green when forced) and its content."""
-    line = Text()
-    line.append(step.tag, style=STYLES["forced"] if step.tag_forced else STYLES["model"])
-    if step.text:
-        if not step.tag.endswith(" "):
-            line.append(" ")
-        line.append(step.text, style=STYLES.get(step.source, ""))
-    for note in step.notes:
-        line.append(f"  [{note}]", style="dim")
-    return line
+from fllm_cli.ltl.runtime import AgentRun, transcript
 
 
 def stats_dict(run: AgentRun) -> dict[str, Any]:
