@@ -22,6 +22,7 @@ from fllm_cli.cli.options import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     ApiBaseOpt,
+    MaxCostOpt,
     ModelOpt,
     NoCacheOpt,
     OutOpt,
@@ -77,9 +78,7 @@ def bench(
         None, "--max-llm-calls", min=0, help="Model calls per plan."
     ),
     max_backtracks: int = typer.Option(100, "--max-backtracks", min=0, help="Backtracks per plan."),
-    max_cost: float | None = typer.Option(
-        None, "--max-cost", min=0.0, help="Stop, keeping what is done, past this total USD."
-    ),
+    max_cost: MaxCostOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Benchmark formal (automaton-guided) planning against zero- and few-shot free-text plans.
@@ -100,7 +99,7 @@ def bench(
         limit=limit,
         concurrency=concurrency,
         max_cost=max_cost,
-        budgets=Budgets(max_llm_calls, max_backtracks, 10_000, max_cost),
+        budgets=Budgets(max_llm_calls, max_backtracks, 10_000),
         strict=strict,
         previous=rep.load_previous(resume) if resume else None,
     )

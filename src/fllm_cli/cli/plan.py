@@ -18,6 +18,7 @@ from fllm_cli.cli.options import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     ApiBaseOpt,
+    MaxCostOpt,
     MaxSecondsOpt,
     ModelOpt,
     NoCacheOpt,
@@ -106,9 +107,7 @@ def plan(
     max_backtracks: int = typer.Option(100, "--max-backtracks", min=0, help="Backtracks allowed."),
     max_moves: int = typer.Option(10_000, "--max-moves", min=1, help="Automaton moves allowed."),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1, hidden=True),
-    max_cost: float | None = typer.Option(
-        None, "--max-cost", min=0.0, help="Stop when spend passes USD."
-    ),
+    max_cost: MaxCostOpt = None,
     max_seconds: MaxSecondsOpt = None,
     quiet: QuietOpt = False,
     var: list[str] = typer.Option([], "--var", help=VAR_HELP),
@@ -125,7 +124,7 @@ def plan(
     variables = parse_var_options(var)
     options = model_options(api_base, temperature, timeout, retries, no_cache, max_cost)
     status = LiveStatus("planning", enabled=not quiet)
-    backend = status.observe(make_model(model, options), max_seconds)
+    backend = status.observe(make_model(model, options), max_seconds, max_cost=max_cost)
     trace: list[dict[str, Any]] = []
     try:
         with status:
@@ -136,7 +135,7 @@ def plan(
                 inputs=inputs,
                 output=output,
                 variables=variables,
-                budgets=Budgets(max_llm_calls, max_backtracks, moves, max_cost),
+                budgets=Budgets(max_llm_calls, max_backtracks, moves),
                 options=options,
                 on_event=_on_event(status),
                 trace=trace,
