@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -123,11 +122,7 @@ def _replay(pda: PDA, productions: list[int]) -> Config | None:
 
 def _fits(g: Grammar, word: list[str]) -> bool:
     """Check the use limits and the tool cap on a word (not the one-tool requirement)."""
-    counts = Counter(word)
-    if any(counts[name] > g.terminal[name].limit for name in g.limited):  # type: ignore[operator]
-        return False
-    tools = sum(n for name, n in counts.items() if g.terminal[name].kind == "tool")
-    return g.max_tools is None or tools <= g.max_tools
+    return g.use_limits.fits(word)
 
 
 class Spans:
@@ -238,12 +233,10 @@ def _explain(pda: PDA, g: Grammar, word: list[str], pos: int, configs: list[Conf
     if not work or all(c.top.symbol == pda.bottom for c in work if c.top):
         return f"'{sym}' comes after the plan is already complete"
     term = g.terminal[sym]
-    li = g.limit_index.get(sym)
     for c in work:
-        if li is not None and c.counts[li] >= g.limits[li]:
-            return f"'{sym}' is used more than {g.limits[li]} time(s), its limit"
-        if term.kind == "tool" and g.max_tools is not None and c.tools >= g.max_tools:
-            return f"the plan has more than {g.max_tools} tool steps, the domain's limit"
+        refused = g.use_limits.refusal(sym, c.counts, c.tools)
+        if refused is not None:
+            return refused
     top = work[0].top
     assert top is not None
     wanted = _slot_text(g, work, top)

@@ -177,21 +177,64 @@ class TooBig(Exception):
 
 
 def brute_completable(pda: PDA, config: Config, max_stack: int = 14, cap: int = 60_000) -> bool:
-    """Breadth-first search over PDA configurations for an accepting one."""
-    frontier = deque([config])
-    seen: set[tuple[str, tuple[str, ...], tuple[int, ...], int]] = set()
+    """Breadth-first search over leftmost sentential forms for a complete word within limits.
+
+    Only the grammar and the configuration's data are read (its state, stack symbols and the
+    word read so far); nothing of the automaton's stepping or the look-ahead runs, and the
+    limits are counted here from the terminals' own records. Raises :class:`TooBig` when the
+    answer would depend on forms longer than ``max_stack`` or on more than ``cap`` states.
+    """
+    g = pda.grammar
+    assert g is not None
+    if config.state in pda.accept:
+        return True
+    if config.state == pda.start:
+        form: tuple[str, ...] = (g.start,)
+    else:
+        form = tuple(s.symbol for s in reversed(config.stack) if s.symbol != pda.bottom)
+    limited = [t.name for t in g.terminals if t.limit is not None]
+    used = Counter(config.word_list())
+    counts = tuple(used[name] for name in limited)
+    tools = sum(n for name, n in used.items() if g.terminal[name].kind == "tool")
+    if g.max_tools is None:
+        tools = min(tools, 1)  # only "some tool was used" matters without a cap
+    frontier = deque([(form, counts, tools)])
+    seen = {(form, counts, tools)}
+    cut = False
     while frontier:
-        c = frontier.popleft()
-        if pda.is_accepting(c):
-            return True
-        key = (c.state, tuple(s.symbol for s in c.stack), c.counts, c.tools)
-        if key in seen or len(c.stack) > max_stack:
+        form, counts, tools = frontier.popleft()
+        if not form:
+            if tools > 0 or not g.require_tool:
+                return True
             continue
-        seen.add(key)
-        if len(seen) > cap:
-            raise TooBig
-        for index in pda.applicable(c):
-            nxt = pda.step(c, index)
-            if nxt is not None:
-                frontier.append(nxt)
+        head, rest = form[0], form[1:]
+        nexts: list[tuple[tuple[str, ...], tuple[int, ...], int]] = []
+        term = g.terminal.get(head)
+        if term is not None:
+            new_counts = counts
+            if term.limit is not None:
+                k = limited.index(head)
+                if counts[k] >= term.limit:
+                    continue
+                new_counts = (*counts[:k], counts[k] + 1, *counts[k + 1 :])
+            new_tools = tools
+            if term.kind == "tool":
+                if g.max_tools is not None and tools >= g.max_tools:
+                    continue
+                new_tools = tools + 1 if g.max_tools is not None else 1
+            nexts.append((rest, new_counts, new_tools))
+        else:
+            for p in g.productions:
+                if p.lhs == head:
+                    nexts.append((p.rhs + rest, counts, tools))
+        for item in nexts:
+            if len(item[0]) > max_stack:
+                cut = True
+            elif item not in seen:
+                seen.add(item)
+                if len(seen) > cap:
+                    raise TooBig
+                frontier.append(item)
+    if cut:
+        raise TooBig
     return False

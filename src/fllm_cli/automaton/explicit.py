@@ -11,11 +11,13 @@ minimum and, if the spec asks for it, the stack top is one of the listed symbols
 stops at the first accepting configuration.
 
 ``ExplicitLookahead`` decides whether a configuration can still reach acceptance by a memoised
-depth-first search over (state, stack, counters). When no transition makes the stack grow
-(every domain shipped with fllm), that space is finite and the answer is exact. Otherwise the
-search stops at a stack-depth bound derived from the automaton; a branch cut there counts as
-feasible (it is never pruned), so the look-ahead stays sound and the planner's backtracking
-covers the rest.
+depth-first search over (state, stack, counters), kept on an explicit stack (no Python
+recursion, so a long run of pushes or a counter with a large minimum cannot overflow it). When
+no transition makes the stack grow (every domain shipped with fllm), that space is finite and
+the answer is exact. Otherwise the search stops at a stack-depth bound derived from the
+automaton; a branch cut there counts as feasible (it is never pruned), so the look-ahead stays
+sound and the planner's backtracking covers the rest. A counter without a maximum is clamped at
+its minimum in the search state, and each query expands at most ``node_budget`` states.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from fllm_cli.automaton.pda import PDA, Config, StackItem, Transition
+from fllm_cli.automaton.pda import PDA, Config, DeadEndCheck, StackItem, Transition
 from fllm_cli.diagnostics import did_you_mean
 from fllm_cli.domain.model import AutomatonSpec
 
@@ -162,8 +164,21 @@ def pda_from_spec(spec: AutomatonSpec) -> ExplicitPDA:
     )
 
 
+class _Frame:
+    """An open configuration of the explicit search: its moves still to try."""
+
+    __slots__ = ("before", "config", "key", "moves", "next")
+
+    def __init__(self, key: Key, config: Config, moves: tuple[int, ...], before: int) -> None:
+        self.key = key
+        self.config = config
+        self.moves = moves
+        self.next = 0
+        self.before = before
+
+
 @dataclass
-class ExplicitLookahead:
+class ExplicitLookahead(DeadEndCheck):
     """Completion check for explicit automata (exact when the stack never grows)."""
 
     pda: ExplicitPDA
@@ -171,18 +186,37 @@ class ExplicitLookahead:
     memo: dict[Key, bool] = field(default_factory=dict)
     queries: int = 0
     exhausted: int = 0
+    nodes: int = 0
+
+    def __post_init__(self) -> None:
+        self._budget = self.node_budget
+        self._cut = self._cycle = False
+        # A counter without a maximum only matters up to its minimum (acceptance compares with
+        # the minimum, stepping never refuses it), so the search state clamps it there: a loop
+        # that counts up then closes into a cycle instead of growing for ever.
+        self._clamp = tuple(
+            low if high is None else None
+            for low, high in zip(self.pda.counter_min, self.pda.counter_max)
+        )
 
     @staticmethod
     def key(config: Config) -> Key:
         """Return what the future of a configuration depends on."""
         return (config.state, tuple(s.symbol for s in config.stack), config.counts)
 
-    def completable(self, config: Config) -> bool:
-        """Return True if some continuation of ``config`` reaches acceptance."""
+    def _key(self, config: Config) -> Key:
+        counts = config.counts
+        if any(c is not None for c in self._clamp):
+            counts = tuple(v if cap is None else min(v, cap) for v, cap in zip(counts, self._clamp))
+        return (config.state, tuple(s.symbol for s in config.stack), counts)
+
+    def completable(self, config: Config, budget: int | None = None) -> bool:
+        """Return True if some continuation of ``config`` reaches acceptance.
+
+        At most ``budget`` configurations are expanded (``node_budget`` when None).
+        """
         self.queries += 1
-        self._budget = self.node_budget
-        self._cut = self._cycle = False
-        ok = self._solve(config, set())
+        ok = self._search(config, self.node_budget if budget is None else budget)
         if not ok and (self._cut or self._budget <= 0):
             self.exhausted += 1
             return True
@@ -192,19 +226,41 @@ class ExplicitLookahead:
         """Return True if the automaton accepts some word."""
         return self.completable(self.pda.initial())
 
-    def feasible_moves(self, config: Config) -> list[tuple[int, Config]]:
-        """Return (transition, next configuration) for every move that avoids dead ends."""
-        out = []
-        for index in self.pda.applicable(config):
-            nxt = self.pda.step(config, index)
-            if nxt is not None and self.completable(nxt):
-                out.append((index, nxt))
-        return out
+    def _search(self, config: Config, budget: int) -> bool:
+        """Depth-first search with an explicit stack (see ``GrammarLookahead._search``)."""
+        self._budget = budget
+        self._cut = self._cycle = False
+        path: set[Key] = set()
+        stack: list[_Frame] = []
+        result = self._open(config, path, stack)
+        while stack:
+            frame = stack[-1]
+            if result is not None and (result or self._budget <= 0):
+                self._close(frame, result, path, stack)
+                continue
+            result = None
+            while frame.next < len(frame.moves):
+                index = frame.moves[frame.next]
+                frame.next += 1
+                nxt = self.pda.step(frame.config, index)
+                if nxt is None:
+                    continue
+                result = self._open(nxt, path, stack)
+                if result is None or result or self._budget <= 0:
+                    break
+            else:
+                result = False
+            if result is not None:
+                self._close(frame, result, path, stack)
+        assert result is not None
+        self.spent = budget - max(self._budget, 0)
+        return result
 
-    def _solve(self, config: Config, path: set[Key]) -> bool:
+    def _open(self, config: Config, path: set[Key], stack: list[_Frame]) -> bool | None:
+        """Decide a configuration at once, or push a frame for it and return None."""
         if self.pda.is_accepting(config):
             return True
-        key = self.key(config)
+        key = self._key(config)
         known = self.memo.get(key)
         if known is not None:
             return known
@@ -215,23 +271,22 @@ class ExplicitLookahead:
             self._cut = True
             return False
         self._budget -= 1
+        self.nodes += 1
         if self._budget <= 0:
             return False
         path.add(key)
-        cycle_before, cut_before = self._cycle, self._cut
+        # Remember the outer flags (bit 0: cycle, bit 1: cut) and start this frame clean.
+        stack.append(_Frame(key, config, self.pda.applicable(config), self._cycle | 2 * self._cut))
         self._cycle = self._cut = False
-        ok = False
-        for index in self.pda.applicable(config):
-            nxt = self.pda.step(config, index)
-            if nxt is not None and self._solve(nxt, path):
-                ok = True
-                break
-        path.discard(key)
+        return None
+
+    def _close(self, frame: _Frame, ok: bool, path: set[Key], stack: list[_Frame]) -> None:
+        stack.pop()
+        path.discard(frame.key)
         if ok or (not self._cycle and not self._cut and self._budget > 0):
-            self.memo[key] = ok
-        self._cycle = self._cycle or cycle_before
-        self._cut = self._cut or cut_before
-        return ok
+            self.memo[frame.key] = ok
+        self._cycle = self._cycle or bool(frame.before & 1)
+        self._cut = self._cut or bool(frame.before & 2)
 
 
 @dataclass

@@ -6,45 +6,39 @@ steps) shared among them. That question ignores the order of the pending symbols
 runs over (multiset of pending nonterminals, counters, tools used, still-required) states:
 
 * a depth-first search expands one pending nonterminal at a time, most constrained first, trying
-  cheaper productions first; terminals are charged as soon as they appear;
-* nonterminals that can be derived without any limited terminal are dropped at once (using them
-  costs nothing and cannot block anything else);
-* a lower bound prunes: the least limited-terminal cost of every pending symbol must fit into what
-  is left of the limits;
+  cheaper productions first; terminals are charged (by the grammar's one use-limit rule,
+  :class:`~fllm_cli.grammar.cfg.UseLimits`) as soon as they appear;
+* nonterminals that can be derived without any limited terminal are dropped at once when nothing
+  is still required (using them costs nothing and cannot block anything else); while a terminal
+  is still required, such a free nonterminal is kept only if it can lead to that terminal, and
+  never in more copies than there are required terminals;
+* two bounds prune: the least limited-terminal cost of every pending symbol must fit into what
+  is left of the limits, and every still-required terminal must be reachable from some pending
+  symbol;
 * results are memoised across queries; a state met again on its own search path is a cycle and
   counts as a failure there (a shortest completion never repeats a state), and failures found
   under such an assumption are not memoised, so the answer stays exact.
 
+The depth-first search keeps its own stack of frames (no Python recursion), so neither a deep
+search nor the thread it runs in matters, and the process-wide recursion limit is never touched.
+
 The search is exhaustive, hence exact. Its cost is worst-case exponential in the number of limited
-terminals, but the memo and the bound make real domains cheap (see ``make bench``). A node budget
-guards pathological grammars: when exceeded, a query answers "feasible" (it cannot prove a dead
-end) and the planner's backtracking handles what the look-ahead missed; ``exhausted`` counts it.
+terminals, but the memo and the bounds make real domains cheap (see ``make bench``). A node budget
+guards pathological grammars: each query expands at most ``node_budget`` states; when the budget
+runs out, a query answers "feasible" (it cannot prove a dead end) and the planner's backtracking
+handles what the look-ahead missed; ``stats.exhausted`` counts such queries.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from fllm_cli.automaton.pda import PDA, Config
+from fllm_cli.automaton.pda import PDA, Config, DeadEndCheck
 from fllm_cli.grammar.cfg import INF, Grammar
 
 ANY_TOOL = "@tool"
 
 State = tuple[tuple[str, ...], tuple[int, ...], int, frozenset[str]]
-
-
-@contextmanager
-def _recursion_room(depth: int) -> Iterator[None]:
-    """Let the search recurse ``depth`` levels (one level per charged terminal, at most)."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, 3 * depth + 1000))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
 
 
 @dataclass
@@ -57,8 +51,27 @@ class LookaheadStats:
     exhausted: int = 0
 
 
+class _Frame:
+    """One open state of the depth-first search: the productions of its head still to try."""
+
+    __slots__ = ("counts", "cycle_before", "key", "need", "next", "order", "rest", "tools")
+
+    def __init__(
+        self,
+        key: State,
+        order: list[int] | tuple[int, ...],
+        cycle_before: bool,
+    ) -> None:
+        self.key = key
+        pending, self.counts, self.tools, self.need = key
+        self.rest = pending[1:]
+        self.order = order
+        self.next = 0
+        self.cycle_before = cycle_before
+
+
 @dataclass
-class GrammarLookahead:
+class GrammarLookahead(DeadEndCheck):
     """Exact completion check for PDAs built by :func:`pda_from_grammar`."""
 
     pda: PDA
@@ -70,6 +83,7 @@ class GrammarLookahead:
         g = self.pda.grammar
         assert g is not None, "GrammarLookahead needs a grammar-built PDA"
         self.g: Grammar = g
+        self.rule = g.use_limits
         capped = g.max_tools is not None
         self.weight = {
             t.name: int(t.limit is not None or (capped and t.kind == "tool")) for t in g.terminals
@@ -77,26 +91,34 @@ class GrammarLookahead:
         self.cost = g.min_cost(lambda t: self.weight[t.name])
         self.tool_cost = g.min_cost(lambda t: int(t.kind == "tool"))
         self.free = frozenset(n for n, c in self.cost.items() if c == 0)
-        # Each level of the search charges a limited terminal or a capped tool step.
-        self._depth = sum(g.limits) + (g.max_tools or 0) + 2 * len(g.nonterminals) + 100
         self._distances: dict[str, dict[str, int]] = {}
+        self._reach: dict[frozenset[str], frozenset[str]] = {}
         self.exhausted_last = False
+        self._budget = self.node_budget
+        self._cycle = False
         # Cheaper productions first: the search finds a completion sooner.
         self.order = {
             n: sorted(idx, key=lambda i: self._prod_cost(i)) for n, idx in g.by_lhs.items()
         }
 
     def _distance_to(self, terminal: str) -> dict[str, int]:
-        """Expansions needed from each nonterminal to a form containing ``terminal``."""
+        """Expansions needed from each nonterminal to a form containing ``terminal``.
+
+        ``ANY_TOOL`` stands for any tool terminal.
+        """
         cached = self._distances.get(terminal)
         if cached is not None:
             return cached
+        if terminal == ANY_TOOL:
+            targets = {t.name for t in self.g.terminals if t.kind == "tool"}
+        else:
+            targets = {terminal}
         dist = {n: INF for n in self.g.nonterminals}
         changed = True
         while changed:
             changed = False
             for p in self.g.productions:
-                if terminal in p.rhs:
+                if targets.intersection(p.rhs):
                     best = 1
                 else:
                     best = 1 + min((dist.get(s, INF) for s in p.rhs), default=INF)
@@ -105,6 +127,14 @@ class GrammarLookahead:
                     changed = True
         self._distances[terminal] = dist
         return dist
+
+    def _reaching(self, need: frozenset[str]) -> frozenset[str]:
+        """Nonterminals from which some still-required terminal can appear."""
+        cached = self._reach.get(need)
+        if cached is None:
+            cached = frozenset(n for t in need for n, d in self._distance_to(t).items() if d < INF)
+            self._reach[need] = cached
+        return cached
 
     def _guide(self, need: frozenset[str]) -> dict[str, int] | None:
         """Distances towards the one specific terminal still needed, if there is one."""
@@ -123,19 +153,23 @@ class GrammarLookahead:
         """Return what every word must still contain (a tool, if the grammar requires one)."""
         return frozenset({ANY_TOOL}) if self.g.require_tool else frozenset()
 
-    def completable(self, config: Config) -> bool:
-        """Return True if some continuation of ``config`` reaches acceptance."""
+    def completable(self, config: Config, budget: int | None = None) -> bool:
+        """Return True if some continuation of ``config`` reaches acceptance.
+
+        At most ``budget`` states are expanded (``node_budget`` when None); when they run out
+        the answer is True, since no dead end was proven.
+        """
         self.stats.queries += 1
+        self.spent = 0
         if self.pda.is_accepting(config):
             return True
         need = self.initial_need() if config.tools == 0 else frozenset()
         tools_used = config.tools if self.g.max_tools is not None else min(config.tools, 1)
+        counts, tools = config.counts, tools_used
+        pending: list[str] = []
         if config.state == self.pda.start:
-            pending: list[str] = [self.g.start]
-            counts, tools = config.counts, tools_used
+            pending.append(self.g.start)
         else:
-            pending = []
-            counts, tools = config.counts, tools_used
             for item in config.stack:
                 sym = item.symbol
                 if sym == self.pda.bottom:
@@ -147,10 +181,7 @@ class GrammarLookahead:
                     counts, tools, need = charged
                 else:
                     pending.append(sym)
-        self._budget = self.node_budget
-        self._cycle = False
-        with _recursion_room(self._depth):
-            ok = self._solve(self._normalise(pending, need), counts, tools, need, set())
+        ok = self._search(self._normalise(pending, need), counts, tools, need, budget)
         if self._budget <= 0 and not ok:
             self.stats.exhausted += 1
             return True
@@ -158,50 +189,50 @@ class GrammarLookahead:
 
     def word_exists(self, need: frozenset[str] = frozenset()) -> bool:
         """Return True if some word of the grammar contains every terminal in ``need``."""
-        self._budget = self.node_budget
-        self._cycle = False
         need = need | self.initial_need()
         zero = (0,) * len(self.g.limits)
-        with _recursion_room(self._depth):
-            ok = self._solve(self._normalise([self.g.start], need), zero, 0, need, set())
+        ok = self._search(self._normalise([self.g.start], need), zero, 0, need)
         # An exhausted search proves nothing: callers may treat the answer as unknown.
         self.exhausted_last = not ok and self._budget <= 0
         return ok
-
-    def feasible_moves(self, config: Config) -> list[tuple[int, Config]]:
-        """Return (transition, next configuration) for every move that avoids dead ends."""
-        out = []
-        for index in self.pda.applicable(config):
-            nxt = self.pda.step(config, index)
-            if nxt is not None and self.completable(nxt):
-                out.append((index, nxt))
-        return out
 
     # -- search ---------------------------------------------------------------------------
 
     def _charge(
         self, sym: str, counts: tuple[int, ...], tools: int, need: frozenset[str]
     ) -> tuple[tuple[int, ...], int, frozenset[str]] | None:
-        term = self.g.terminal[sym]
-        li = self.g.limit_index.get(sym)
-        if li is not None:
-            if counts[li] >= self.g.limits[li]:
-                return None
-            counts = (*counts[:li], counts[li] + 1, *counts[li + 1 :])
-        if term.kind == "tool":
-            if self.g.max_tools is not None and tools >= self.g.max_tools:
-                return None
+        charged = self.rule.charge(sym, counts, tools)
+        if charged is None:
+            return None
+        new_counts, new_tools = charged
+        if new_tools != tools:
+            need = need - {ANY_TOOL}
             # Without a cap only "some tool was used" matters; counting on would make every
             # unlimited tool step a new search state and the search would never see a cycle.
-            tools = tools + 1 if self.g.max_tools is not None else 1
-            need = need - {ANY_TOOL}
+            if self.g.max_tools is None:
+                new_tools = 1
         if sym in need:
             need = need - {sym}
-        return counts, tools, need
+        return new_counts, new_tools, need
 
     def _normalise(self, pending: list[str], need: frozenset[str]) -> tuple[str, ...]:
         if not need:
             pending = [s for s in pending if s not in self.free]
+        else:
+            # A free symbol helps only by leading to a required terminal, and each required
+            # terminal needs one occurrence: other copies can take a free derivation.
+            reach = self._reaching(need)
+            room = len(need)
+            kept: list[str] = []
+            copies: dict[str, int] = {}
+            for s in pending:
+                if s in self.free:
+                    seen = copies.get(s, 0)
+                    if s not in reach or seen >= room:
+                        continue
+                    copies[s] = seen + 1
+                kept.append(s)
+            pending = kept
         guide = self._guide(need)
         if guide is not None:
             # Head for the terminal that must still appear before anything else.
@@ -210,29 +241,95 @@ class GrammarLookahead:
             )
         return tuple(sorted(pending, key=lambda s: (-self.cost.get(s, INF), s)))
 
-    def _solve(
+    def _search(
+        self,
+        pending: tuple[str, ...],
+        counts: tuple[int, ...],
+        tools: int,
+        need: frozenset[str],
+        budget: int | None = None,
+    ) -> bool:
+        """Depth-first search from one state, with an explicit stack of open frames.
+
+        ``_open`` decides a state at once (True/False) or pushes a frame for it (None). The
+        loop then feeds each frame its productions one by one; a child's answer goes back to
+        the frame below it, exactly as a recursive call would return it.
+        """
+        start = self.node_budget if budget is None else budget
+        self._budget = start
+        self._cycle = False
+        path: set[State] = set()
+        stack: list[_Frame] = []
+        result = self._open(pending, counts, tools, need, path, stack)
+        while stack:
+            frame = stack[-1]
+            if result is not None and (result or self._budget <= 0):
+                # A child succeeded (so does this frame), or the budget ran out.
+                self._close(frame, result, path, stack)
+                continue
+            result = None
+            order = frame.order
+            productions = self.g.productions
+            while frame.next < len(order):
+                index = order[frame.next]
+                frame.next += 1
+                c, t, n = frame.counts, frame.tools, frame.need
+                new = list(frame.rest)
+                failed = False
+                for sym in productions[index].rhs:
+                    if sym in self.weight:
+                        charged = self._charge(sym, c, t, n)
+                        if charged is None:
+                            failed = True
+                            break
+                        c, t, n = charged
+                    else:
+                        new.append(sym)
+                if failed:
+                    continue
+                result = self._open(self._normalise(new, n), c, t, n, path, stack)
+                if result is None:
+                    break  # a child frame is open: continue there
+                if result or self._budget <= 0:
+                    break
+            else:
+                result = False  # every production failed
+            if result is not None:
+                self._close(frame, result, path, stack)
+        assert result is not None
+        self.spent = start - max(self._budget, 0)
+        return result
+
+    def _open(
         self,
         pending: tuple[str, ...],
         counts: tuple[int, ...],
         tools: int,
         need: frozenset[str],
         path: set[State],
-    ) -> bool:
+        stack: list[_Frame],
+    ) -> bool | None:
+        """Decide a state without expanding it, or push a frame for it and return None."""
         if not pending:
             return not need
-        left = sum(lim - c for lim, c in zip(self.g.limits, counts))
-        if self.g.max_tools is not None:
+        g = self.g
+        left = sum(lim - c for lim, c in zip(g.limits, counts))
+        if g.max_tools is not None:
             # Under a cap, unlimited tools weigh 1 too: they spend the remaining tool steps.
-            left += self.g.max_tools - tools
+            left += g.max_tools - tools
         lower = 0
         for s in pending:
             lower += self.cost.get(s, INF)
             if lower > left:
                 return False
-        if self.g.max_tools is not None:
+        if g.max_tools is not None:
             tool_lower = sum(self.tool_cost.get(s, INF) for s in pending)
-            if tools + tool_lower > self.g.max_tools:
+            if tools + tool_lower > g.max_tools:
                 return False
+        for wanted in need:
+            reach = self._reaching(frozenset({wanted}))
+            if not any(s in reach for s in pending):
+                return False  # nothing pending can ever produce it
         key: State = (pending, counts, tools, need)
         known = self.memo.get(key)
         if known is not None:
@@ -246,51 +343,24 @@ class GrammarLookahead:
         if self._budget <= 0:
             return False
         path.add(key)
-        cycle_before = self._cycle
-        self._cycle = False
-        ok = self._expand(pending, counts, tools, need, path)
-        path.discard(key)
-        if (ok or not self._cycle) and self._budget > 0:
-            self.memo[key] = ok
-        self._cycle = self._cycle or cycle_before
-        return ok
-
-    def _expand(
-        self,
-        pending: tuple[str, ...],
-        counts: tuple[int, ...],
-        tools: int,
-        need: frozenset[str],
-        path: set[State],
-    ) -> bool:
-        head, rest = pending[0], pending[1:]
-        order = self.order.get(head, ())
+        order: list[int] | tuple[int, ...] = self.order.get(pending[0], ())
         guide = self._guide(need)
         if guide is not None:
             named = min(t for t in need if t != ANY_TOOL)
 
             def toward(index: int) -> int:
-                rhs = self.g.productions[index].rhs
+                rhs = g.productions[index].rhs
                 return 0 if named in rhs else min((guide.get(s, INF) for s in rhs), default=INF)
 
             order = sorted(order, key=toward)
-        for index in order:
-            c, t, n = counts, tools, need
-            new: list[str] = list(rest)
-            failed = False
-            for sym in self.g.productions[index].rhs:
-                if sym in self.weight:
-                    charged = self._charge(sym, c, t, n)
-                    if charged is None:
-                        failed = True
-                        break
-                    c, t, n = charged
-                else:
-                    new.append(sym)
-            if failed:
-                continue
-            if self._solve(self._normalise(new, n), c, t, n, path):
-                return True
-            if self._budget <= 0:
-                return False
-        return False
+        stack.append(_Frame(key, order, self._cycle))
+        self._cycle = False
+        return None
+
+    def _close(self, frame: _Frame, ok: bool, path: set[State], stack: list[_Frame]) -> None:
+        """Finish the top frame: memoise its answer when that answer is exact."""
+        stack.pop()
+        path.discard(frame.key)
+        if (ok or not self._cycle) and self._budget > 0:
+            self.memo[frame.key] = ok
+        self._cycle = self._cycle or frame.cycle_before

@@ -147,17 +147,10 @@ class PDA:
         if g is not None and g.require_tool and tools == 0 and t.target in self.accept:
             return None  # a plan needs at least one tool step
         if t.read is not None and g is not None:
-            term = g.terminal.get(t.read)
-            if term is not None:
-                li = g.limit_index.get(t.read)
-                if li is not None:
-                    if counts[li] >= g.limits[li]:
-                        return None
-                    counts = (*counts[:li], counts[li] + 1, *counts[li + 1 :])
-                if term.kind == "tool":
-                    if g.max_tools is not None and tools >= g.max_tools:
-                        return None
-                    tools += 1
+            charged = g.use_limits.charge(t.read, counts, tools)
+            if charged is None:
+                return None
+            counts, tools = charged
         popped = config.stack[-1]
         rest = config.stack[:-1]
         nodes, n_nodes = config.nodes, config.n_nodes
@@ -255,3 +248,42 @@ def pda_from_grammar(grammar: Grammar) -> PDA:
         transitions=tuple(transitions),
         grammar=grammar,
     )
+
+
+class DeadEndCheck:
+    """A look-ahead: decides completability; offers the moves that keep a run completable.
+
+    Subclasses set ``pda`` and ``node_budget`` and implement :meth:`completable`, which must
+    expand at most ``budget`` search states (``node_budget`` when None) and leave the number it
+    expanded in ``spent``. :meth:`feasible_moves`, shared by the grammar and the
+    explicit-automaton look-aheads, spends at most ``node_budget`` states on one call in all.
+    """
+
+    pda: PDA
+    node_budget: int
+    spent: int = 0
+
+    def completable(self, config: Config, budget: int | None = None) -> bool:
+        """Return True if some continuation of ``config`` reaches acceptance."""
+        raise NotImplementedError
+
+    def feasible_moves(self, config: Config) -> list[tuple[int, Config]]:
+        """Return (transition, next configuration) for every move that avoids dead ends.
+
+        The node budget is shared among the moves: each gets an even share of what is left,
+        so a move that needs little leaves more for the others. A move whose check runs out of
+        budget is offered (the planner backtracks if it was a dead end after all).
+        """
+        moves = []
+        for index in self.pda.applicable(config):
+            nxt = self.pda.step(config, index)
+            if nxt is not None:
+                moves.append((index, nxt))
+        out = []
+        left = self.node_budget
+        for k, (index, nxt) in enumerate(moves):
+            share = max(1, left // (len(moves) - k))
+            if self.completable(nxt, share):
+                out.append((index, nxt))
+            left = max(0, left - self.spent)
+        return out

@@ -6,14 +6,14 @@ Grammars are immutable. Terminals carry a use limit (``None`` = unlimited) and a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
 from fllm_cli.domain.model import Production
 
-__all__ = ["INF", "Grammar", "Production", "Terminal", "TerminalKind"]
+__all__ = ["INF", "Grammar", "Production", "Terminal", "TerminalKind", "UseLimits"]
 
 TerminalKind = Literal["tool", "input", "symbol"]
 INF = 10**9
@@ -79,6 +79,11 @@ class Grammar:
     def limits(self) -> tuple[int, ...]:
         """The limits, aligned with ``limited``."""
         return tuple(int(self.terminal[n].limit or 0) for n in self.limited)
+
+    @cached_property
+    def use_limits(self) -> UseLimits:
+        """The grammar's use-limit rule (the one place that charges a terminal's use)."""
+        return UseLimits(self)
 
     def is_terminal(self, symbol: str) -> bool:
         """Return True for terminals."""
@@ -157,3 +162,70 @@ class Grammar:
             self.max_tools,
             self.phrases,
         )
+
+
+class UseLimits:
+    """The use-limit rule: each limited terminal at most its limit, tool steps at most the cap.
+
+    Counters travel as ``(counts, tools)``: ``counts`` is aligned with ``Grammar.limited`` and
+    ``tools`` is the number of tool steps so far. The PDA, the dead-end look-ahead and the plan
+    verifier all charge uses through :meth:`charge`, so the rule is written once.
+    """
+
+    def __init__(self, grammar: Grammar) -> None:
+        self.grammar = grammar
+        self.cap = grammar.max_tools
+        # terminal -> (position in the counter vector or -1, limit, is a tool step)
+        self._rule: dict[str, tuple[int, int, bool]] = {}
+        for t in grammar.terminals:
+            li = grammar.limit_index.get(t.name, -1)
+            limit = grammar.limits[li] if li >= 0 else 0
+            self._rule[t.name] = (li, limit, t.kind == "tool")
+
+    def charge(
+        self, symbol: str, counts: tuple[int, ...], tools: int
+    ) -> tuple[tuple[int, ...], int] | None:
+        """Return the counters after one more use of ``symbol``; None if a limit forbids it.
+
+        Symbols that are not terminals of the grammar cost nothing.
+        """
+        rule = self._rule.get(symbol)
+        if rule is None:
+            return counts, tools
+        li, limit, is_tool = rule
+        if li >= 0:
+            used = counts[li]
+            if used >= limit:
+                return None
+            counts = (*counts[:li], used + 1, *counts[li + 1 :])
+        if is_tool:
+            if self.cap is not None and tools >= self.cap:
+                return None
+            tools += 1
+        return counts, tools
+
+    def refusal(self, symbol: str, counts: tuple[int, ...], tools: int) -> str | None:
+        """Say which limit one more use of ``symbol`` would break (None if it is allowed)."""
+        rule = self._rule.get(symbol)
+        if rule is None:
+            return None
+        li, limit, is_tool = rule
+        if li >= 0 and counts[li] >= limit:
+            return f"'{symbol}' is used more than {limit} time(s), its limit"
+        if is_tool and self.cap is not None and tools >= self.cap:
+            return f"the plan has more than {self.cap} tool steps, the domain's limit"
+        return None
+
+    def start(self) -> tuple[tuple[int, ...], int]:
+        """Return the counters before anything is used."""
+        return (0,) * len(self.grammar.limits), 0
+
+    def fits(self, word: Sequence[str]) -> bool:
+        """Return True if ``word`` as a whole respects every limit (order does not matter)."""
+        counts, tools = self.start()
+        for symbol in word:
+            charged = self.charge(symbol, counts, tools)
+            if charged is None:
+                return False
+            counts, tools = charged
+        return True
