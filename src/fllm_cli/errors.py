@@ -72,6 +72,10 @@ class TimeBudgetExceeded(BudgetExceeded):
         self.stage = stage
 
 
+class IncompleteRun(FllmError):
+    """A run ended without what was asked for (no answer, no solver result); output is kept."""
+
+
 class BackendError(FllmError):
     """A model provider failed; ``retryable`` says whether retrying may help."""
 

@@ -64,11 +64,24 @@ def test_plan_tree_is_not_wrapped_in_a_pipe() -> None:
     ids=lambda a: a[0],
 )
 def test_quiet_prints_nothing_but_writes_the_file(args: list[str], tmp_path: Path) -> None:
+    if args[0] == "agent":  # a model that answers: an agent without an answer exits 1
+        script = tmp_path / "answers.txt"
+        script.write_text("Compute it.\n1\n2 + 2\n2\nThat is 4.\n4\n", encoding="utf-8")
+        args = [*args[:-1], f"scripted:{script}"]
     target = tmp_path / "result.out"
     code, out, err = run_fllm(*args, "--quiet", "-o", str(target))
     assert code == 0, err
     assert target.stat().st_size > 0
     assert out == "" and err == ""
+
+
+def test_an_agent_without_an_answer_exits_1_but_keeps_its_output(tmp_path: Path) -> None:
+    target = tmp_path / "run.json"
+    args = ["agent", REACT, "What is 2 plus 2?", "--model", "random:1", "-q", "-o", str(target)]
+    code, out, err = run_fllm(*args)
+    assert code == 1 and out == ""
+    assert "without an answer" in err and len(err.strip().splitlines()) == 1
+    assert json.loads(target.read_text())["answer"] in (None, "")
 
 
 def test_quiet_still_reports_errors() -> None:

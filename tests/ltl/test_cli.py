@@ -80,7 +80,8 @@ def test_agent_transcript_round_trips_through_check_trace(
         ],
         capsys,
     )
-    assert code == 0 and out.startswith("Question: What is 2+2?\nThought:")
+    # The random model writes no answer: the transcript is still printed, and the exit says so.
+    assert code == 1 and out.startswith("Question: What is 2+2?\nThought:")
     f = tmp_path / "run.txt"
     f.write_text(out)
     code, out, _ = run_cli(["check-trace", REACT, str(f)], capsys)

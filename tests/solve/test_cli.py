@@ -99,3 +99,21 @@ def test_score_rules() -> None:
     assert score(Item(0, "q", 10.0), {"status": "sat", "objective": 11}, 1e-4) == (False, True)
     plan_item = Item(0, "q", None, optimal_length=4)
     assert score(plan_item, {"plan_check": {"valid": True, "length": 6}}, 0) == (False, True)
+
+
+def test_solve_without_a_solver_result_exits_1_and_keeps_a_partial_result(
+    tmp_path: Path, capsys
+) -> None:
+    nothing = "```python\nprint('no solver here')\n```"
+    replies = [DEFINITION, FORMULATION, nothing, assessment(MC)]
+    trace = tmp_path / "replies.jsonl"
+    trace.write_text("".join(json.dumps({"type": "generate", "reply": r}) + "\n" for r in replies))
+    out = tmp_path / "out.json"
+    argv = ["solve", str(PROBLEMS / "coffee.yaml"), QUERY, "--model", f"replay:{trace}"]
+    code_ = run([*argv, "--max-rounds", "1", "-o", str(out), "--code-timeout", "8"])
+    assert code_ == 1
+    result = json.loads(out.read_text())
+    assert result["partial"] and not result["accepted"]
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error:") and "without an accepted solver result" in last

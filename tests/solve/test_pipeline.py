@@ -196,3 +196,16 @@ def test_malformed_formulation_gets_one_correction_with_the_error() -> None:
 def test_parse_assessment(reply: str, ok: bool) -> None:
     (verdict,) = parse_assessment(reply, ["CODE"])
     assert verdict.ok is ok and (verdict.fix is None) is ok
+
+
+def test_an_approved_run_without_a_solver_result_is_not_accepted() -> None:
+    """The model may rate everything right although no solver ran: fllm sends the code back."""
+    nothing = "```python\nprint('I computed it in my head: 2520')\n```"
+    model = ScriptedModel(
+        [DEFINITION, FORMULATION, nothing, assessment(MC), nothing, assessment(MC)]
+    )
+    settings = Settings(max_rounds=2, limits=Limits(timeout=8))
+    result = solve(problem("coffee"), "q", model, settings)
+    assert result.status not in ("sat", "unsat") and not result.accepted
+    assert result.rounds == 2
+    assert any("produced no solver result" in p for p in model.prompts[3:])

@@ -32,7 +32,8 @@ from fllm_cli.cli.options import (
 )
 from fllm_cli.cli.progress import LiveStatus
 from fllm_cli.cli.safe import plain, safe, safe_json
-from fllm_cli.errors import UsageError
+from fllm_cli.errors import IncompleteRun, UsageError
+from fllm_cli.ltl.output import bare_transcript, stats_line, to_json
 from fllm_cli.ltl.runtime import Budget, Observer, Step
 
 RUN_FORMATS = ("rich", "json", "transcript")
@@ -130,7 +131,7 @@ def agent_command(
     """Run an agent whose behaviour is an LTL formula; every transcript satisfies it."""
     from fllm_cli.llm.registry import make_model
     from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
-    from fllm_cli.ltl.output import bare_transcript, stats_line, to_json
+    from fllm_cli.ltl.output import bare_transcript, to_json
 
     fmt = check_format(fmt, RUN_FORMATS, {"text": "transcript"})
     states = renamed(max_states, max_steps, "--max-states", "--max-steps", quiet)
@@ -178,8 +179,21 @@ def agent_command(
         write_atomic(
             out_file, body or json.dumps(to_json(run), indent=2, ensure_ascii=False) + "\n"
         )
-    if quiet:
-        return
+    if not quiet:
+        _show_run(run, fmt, out)
+    if not has_user and not (run.answer or "").strip():
+        # A task agent that gave no answer did not do what was asked: say so, exit non-zero.
+        how = "reached its final state" if run.reached_final else f"was ended by the {run.ended_by}"
+        raise IncompleteRun(f"the agent {how} without an answer", hint=_budget_hint(run))
+
+
+def _budget_hint(run: Any) -> str | None:
+    hit = getattr(run.stats, "budget_hit", None)
+    return f"its {hit} budget ran out; raise it" if hit else None
+
+
+def _show_run(run: Any, fmt: str, out: Console) -> None:
+    """Print a finished run in the chosen format."""
     if fmt == "json":
         print(safe_json(json.dumps(to_json(run), indent=2, ensure_ascii=False)))
     elif fmt == "transcript":
@@ -189,9 +203,7 @@ def agent_command(
         answer = run.answer if run.answer is not None else "(none)"
         out.print(Text.assemble(("answer:", "bold"), " ", plain(answer)), highlight=False)
         state = "reached the final state" if run.reached_final else f"ended by the {run.ended_by}"
-        out.print(
-            f"[dim]{run.agent}: {state}; {stats_line(run)}[/]", highlight=False, soft_wrap=True
-        )
+        out.print(plain(f"{run.agent}: {state}; {stats_line(run)}", style="dim"), soft_wrap=True)
 
 
 def check_trace_command(

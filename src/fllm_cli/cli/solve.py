@@ -29,7 +29,7 @@ from fllm_cli.cli.options import (
 )
 from fllm_cli.cli.progress import LiveStatus
 from fllm_cli.cli.safe import safe_json
-from fllm_cli.errors import UsageError
+from fllm_cli.errors import IncompleteRun, UsageError
 
 _ATTEMPTS = typer.Option(
     5,
@@ -170,14 +170,21 @@ def solve_command(
         if trace:
             write_atomic(trace, _trace_lines(backend.records))
     data = result.to_json()
+    answered = data["status"] in ("sat", "unsat") and data["accepted"]
+    data["partial"] = not answered
     if out:
         write_atomic(out, json.dumps(data, indent=2) + "\n")
-    if quiet:
-        return
-    if fmt == "json":
-        sys.stdout.write(safe_json(json.dumps(data, indent=2, ensure_ascii=False) + "\n"))
-    else:
-        _render(data)
+    if not quiet:
+        if fmt == "json":
+            sys.stdout.write(safe_json(json.dumps(data, indent=2, ensure_ascii=False) + "\n"))
+        else:
+            _render(data)
+    if not answered:
+        raise IncompleteRun(
+            f"solve ended without an accepted solver result (status {data['status']} after "
+            f"{data['rounds']} round(s), {data['runs']} run(s))",
+            hint="try a stronger --model, or raise --max-rounds / --max-attempts",
+        )
 
 
 def _render(data: dict[str, Any]) -> None:

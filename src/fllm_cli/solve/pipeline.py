@@ -256,6 +256,14 @@ def format_result(s: Session, run: ExecResult, definition: str) -> tuple[Any, st
         return None, f"(the formatted answer could not be read: {exc}) {check.strip()}"
 
 
+# Solver outcomes that answer the query (unsat answers it too: nothing satisfies it).
+SOLVED = ("sat", "unsat")
+NO_RESULT = (
+    "the code ran but produced no solver result: it must build a z3 Solver or Optimize, add the "
+    "constraints and call check()"
+)
+
+
 @dataclass
 class Verdict:
     """The self-assessment of each step: rating and optional replacement."""
@@ -336,6 +344,9 @@ def solve(
         steps.update({"FORMULATION": formulation, "CODE": code})
         verdicts = assess(s, steps, feedback, check)
         wrong = next((v for v in verdicts if not v.ok), None)
+        if wrong is None and result.status not in SOLVED:
+            # The model may approve a run that answered nothing; fllm does not.
+            wrong = Verdict("CODE", False, NO_RESULT, None)
         if wrong is None:
             result.accepted = True
             break
