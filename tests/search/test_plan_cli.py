@@ -213,7 +213,7 @@ def test_existing_output_file_survives_a_failed_run(tmp_path: Path, openagi: str
         "text",
         "--model",
         "random",
-        "--max-steps",
+        "--max-moves",
         "1",
         "-o",
         str(out),

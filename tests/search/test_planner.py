@@ -158,7 +158,7 @@ def test_max_cost_stops_cleanly(openagi: str) -> None:
 
 def test_max_steps_is_a_clean_error(openagi: str) -> None:
     problem = api.compile_problem(openagi, inputs=["image"], output="text", task="t")
-    with pytest.raises(NoPlanError, match="--max-steps 2"):
+    with pytest.raises(NoPlanError, match="--max-moves 2"):
         api.plan(problem, RandomModel(0), budgets=Budgets(max_steps=2))
 
 

@@ -155,8 +155,8 @@ class Planner:
         limit = self.budgets.max_steps
         if limit is not None and self.stats.steps > limit:
             raise NoPlanError(
-                f"no valid plan found within --max-steps {limit}",
-                hint="raise --max-steps, or check the domain's limits",
+                f"no valid plan found within --max-moves {limit}",
+                hint="raise --max-moves, or check the domain's limits",
             )
 
     def _backtrack(self, stack: list[Frame], why: str) -> Config:
