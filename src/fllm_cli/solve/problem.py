@@ -37,6 +37,10 @@ TOP_KEYS = {
 }
 
 
+# The longest plan a multi-step problem may search for: each length is one solver run.
+MAX_HORIZON = 1000
+
+
 @dataclass(frozen=True)
 class Api:
     """A helper the generated code may call."""
@@ -282,7 +286,11 @@ def _multi_step(r: Reader, body: Node, path: str, base: dict[str, Any]) -> Probl
     inst = r.mapping(Reader.get(body, "instance"), "instance", {"goal_marker", "init", "goal"})
     marker = r.string(Reader.get(inst, "goal_marker"), "goal_marker") or ""
     horizon = r.mapping(Reader.get(body, "horizon"), "horizon", {"max"})
-    max_h = r.integer(Reader.get(horizon, "max"), "horizon max", minimum=1) or 20
+    max_node = Reader.get(horizon, "max")
+    max_h = r.integer(max_node, "horizon max", minimum=1) or 20
+    if max_h > MAX_HORIZON:
+        r.error(f"horizon max {max_h} is above fllm's limit of {MAX_HORIZON} steps", max_node.loc)  # type: ignore[union-attr]
+        max_h = MAX_HORIZON
     fmt = r.string(Reader.get(body, "output_format"), "output_format") or ""
     return Problem(
         **base,

@@ -1,0 +1,226 @@
+"""The oracle: run one case through ``python -m fllm_cli`` and classify what happened.
+
+Bounds: a wall-clock timeout (default 20 s; the whole process group is killed) and an
+address-space limit (default 2 GiB, ``RLIMIT_AS`` set in the child before exec).
+
+Outcomes (``FAILURES`` are the ones that fail a campaign):
+
+* ``ok``             exit 0/1/2/3, no traceback, no "internal error", checks passed;
+* ``internal-error`` fllm reported ``internal error`` (exit 70);
+* ``traceback``      a Python traceback reached the user;
+* ``bad-exit``       any other exit code (including death by a signal);
+* ``timeout``        over the wall-clock bound;
+* ``memory``         over the address-space bound (a MemoryError or an allocation failure);
+* ``false-accept``   ``verify`` (or ``plan``) produced/accepted a plan that the independent
+                     checker of :mod:`fuzz.checker` rejects;
+* ``false-reject``   ``verify`` rejected (exit 1) a plan the independent checker accepts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fuzz import checker
+
+FAILURES = (
+    "internal-error",
+    "traceback",
+    "bad-exit",
+    "timeout",
+    "memory",
+    "false-accept",
+    "false-reject",
+)
+OK_CODES = {0, 1, 2, 3}
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Case:
+    """One input: files to write, the argv after ``python -m fllm_cli``, optional checks."""
+
+    kind: str
+    argv: list[str]
+    files: dict[str, str] = field(default_factory=dict)
+    stdin: str | None = None
+    links: dict[str, str] = field(default_factory=dict)  # name in the case dir -> repo path
+    # Differential check of a plan: {"domain": file, "plan": file, "inputs": [...] | None,
+    # "output": str | None}. For "plan" commands the plan file is the -o output.
+    check: dict | None = None
+    seed: str = ""
+
+
+@dataclass
+class Result:
+    outcome: str
+    code: int | None
+    seconds: float
+    detail: str = ""
+    stdout: str = ""
+    stderr: str = ""
+
+
+def _limits(memory_bytes: int):
+    def apply() -> None:
+        os.setsid()
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    return apply
+
+
+def child_env(home: str) -> dict[str, str]:
+    """A small environment: no keys, no proxies, caches inside the case folder."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "HOME": home,
+        "XDG_CACHE_HOME": os.path.join(home, "cache"),
+        "FLLM_HOME": os.path.join(home, "fllm"),
+        "FLLM_NO_CACHE": "1",
+        "FLLM_MODEL": "random:0",  # never load the embedded model by default
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "COLUMNS": "100",
+    }
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))
+
+
+def run_case(
+    case: Case, timeout: float = 20.0, memory_mb: int = 2048, python: str | None = None
+) -> Result:
+    """Run ``case`` in a fresh temporary folder and classify the outcome."""
+    with tempfile.TemporaryDirectory(prefix="fllm-fuzz-") as tmp:
+        root = Path(tmp)
+        for name, text in case.files.items():
+            _write(root / name, text)
+        for name, target in case.links.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(REPO / target, root / name)
+        cmd = [python or sys.executable, "-m", "fllm_cli", *case.argv]
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            cmd,
+            cwd=root,
+            env=child_env(str(root)),
+            stdin=subprocess.PIPE if case.stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=_limits(memory_mb << 20),
+        )
+        try:
+            out_b, err_b = proc.communicate(
+                case.stdin.encode("utf-8", "surrogatepass") if case.stdin is not None else None,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            out_b, err_b = proc.communicate()
+            secs = time.monotonic() - start
+            return Result("timeout", None, secs, f"over {timeout:g} s", _text(out_b), _text(err_b))
+        secs = time.monotonic() - start
+        out, err = _text(out_b), _text(err_b)
+        outcome, detail = classify(proc.returncode, out, err)
+        if outcome == "ok" and case.check:
+            outcome, detail = differential(case, root, proc.returncode)
+        return Result(outcome, proc.returncode, secs, detail, out, err)
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "replace")[-20000:]
+
+
+MEMORY_HINTS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
+
+
+def first_line(text: str, needle: str) -> str:
+    for line in text.splitlines():
+        if needle in line:
+            return line.strip()[:300]
+    return ""
+
+
+def classify(code: int, out: str, err: str) -> tuple[str, str]:
+    both = err + "\n" + out
+    if any(h in both for h in MEMORY_HINTS):
+        return "memory", first_line(both, "rror") or "memory"
+    if "Traceback (most recent call last)" in both:
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        return "traceback", (lines[-1] if lines else "traceback")[:300]
+    if "internal error" in both or code == 70:
+        return "internal-error", first_line(both, "internal error") or f"exit {code}"
+    if code not in OK_CODES:
+        return "bad-exit", f"exit {code}: " + (err.strip().splitlines() or [""])[-1][:300]
+    return "ok", ""
+
+
+def differential(case: Case, root: Path, code: int) -> tuple[str, str]:
+    """Compare fllm's verdict on a plan with the independent checker's."""
+    chk = case.check or {}
+    plan_path = root / chk["plan"]
+    if not plan_path.exists():
+        return "ok", "no plan written"
+    try:
+        valid, reason = checker.check_plan(
+            (root / chk["domain"]).read_bytes().decode("utf-8", "surrogatepass"),
+            plan_path.read_bytes().decode("utf-8", "replace"),
+            chk.get("inputs"),
+            chk.get("output"),
+        )
+    except checker.Unsupported as exc:
+        return "ok", f"unchecked: {exc}"
+    except RecursionError:
+        return "ok", "unchecked: too deep"
+    if code == 0 and not valid:
+        return "false-accept", f"fllm accepted, checker: {reason}"
+    if code == 1 and valid and chk.get("compare_rejects", True):
+        return "false-reject", "fllm rejected a plan the checker accepts"
+    return "ok", "checked"
+
+
+def save_finding(out_dir: Path, index: int, case: Case, res: Result) -> Path:
+    """Write the case's files, the command line and the output under ``out_dir``."""
+    d = out_dir / f"{res.outcome}-{case.kind}-{index:05d}"
+    d.mkdir(parents=True, exist_ok=True)
+    for name, text in case.files.items():
+        _write(d / name, text)
+    argv = " ".join(_quote(a) for a in case.argv)
+    meta = {
+        "kind": case.kind,
+        "seed": case.seed,
+        "outcome": res.outcome,
+        "exit": res.code,
+        "seconds": round(res.seconds, 2),
+        "detail": res.detail,
+        "command": f"python -m fllm_cli {argv}",
+        "links": case.links,
+        "stdin": case.stdin,
+    }
+    (d / "case.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    (d / "stdout.txt").write_text(res.stdout)
+    (d / "stderr.txt").write_text(res.stderr)
+    return d
+
+
+def _quote(a: str) -> str:
+    import shlex
+
+    return shlex.quote(a)
