@@ -237,3 +237,17 @@ def test_backtracking_recovers_from_dead_ends(tmp_path: Path) -> None:
         assert api.verify(problem, final.word_list()).valid
         total_backtracks += planner.stats.backtracks
     assert total_backtracks > 0
+
+
+def test_out_of_calls_the_planner_heads_for_the_shortest_plan(tmp_path: Path) -> None:
+    """With no model calls left, a left-recursive rule must not loop to the move budget."""
+    spec = tmp_path / "ss.yaml"
+    spec.write_text(
+        "name: g\nkind: grammar\ngrammar:\n  start: S\n  terminals: [open]\n"
+        '  productions:\n    S: ["S S", "open"]\n',
+        encoding="utf-8",
+    )
+    problem = api.compile_problem(str(spec))
+    result = api.plan(problem, RandomModel(1), budgets=Budgets(max_llm_calls=0, max_steps=50))
+    assert result.document["word"] == ["open"]
+    assert result.stats.budget_exhausted == "max_llm_calls"

@@ -102,7 +102,7 @@ def plan(
         None,
         "--max-llm-calls",
         min=0,
-        help="Model calls allowed; later choices take the first option.",
+        help="Model calls allowed; later choices go towards the shortest plan.",
     ),
     max_backtracks: int = typer.Option(100, "--max-backtracks", min=0, help="Backtracks allowed."),
     max_moves: int = typer.Option(10_000, "--max-moves", min=1, help="Automaton moves allowed."),

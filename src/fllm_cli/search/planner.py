@@ -186,8 +186,11 @@ class Planner:
         calls_left = self.budgets.max_llm_calls
         result: ChoiceResult
         if calls_left is not None and self.stats.llm_calls >= calls_left:
-            # Out of model calls: decide deterministically so the plan stays valid.
-            result = self.meter.decided(request, 0, **point)
+            # Out of model calls: decide deterministically, towards the shortest plan (the move
+            # that leaves the fewest pending symbols), so recursive rules cannot loop to the
+            # move budget; ties keep the first option.
+            sizes = [len(config.stack) for _, config in frame.untried]
+            result = self.meter.decided(request, sizes.index(min(sizes)), **point)
             self.stats.budget_exhausted = "max_llm_calls"
         else:
             result = self.meter.choose(request, **point)
