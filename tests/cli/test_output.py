@@ -183,45 +183,17 @@ def test_solve_time_budget_stops_cleanly_with_the_stage(slow_server: str, tmp_pa
     assert records and all(r["type"] == "generate" for r in records)
 
 
-def test_progress_is_shown_on_a_terminal_only(slow_server: str, tmp_path: Path) -> None:
+def _run_on_terminal(
+    args: list[str], columns: int, stdout_too: bool = True, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """Run fllm with stderr (and stdout) on a pseudo-terminal; return the exit code and output."""
     master, slave = pty.openpty()
-    env = {**os.environ, "OPENAI_API_KEY": "x", "TERM": "xterm", "COLUMNS": "120"}
+    full = {**os.environ, "TERM": "xterm", "COLUMNS": str(columns), **(env or {})}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fllm_cli", *_solve_args(slow_server, tmp_path / "t.jsonl")],
-        stdout=subprocess.PIPE,
+        [sys.executable, "-m", "fllm_cli", *args],
+        stdout=slave if stdout_too else subprocess.DEVNULL,
         stderr=slave,
-        env=env,
-    )
-    os.close(slave)
-    chunks: list[bytes] = []
-
-    def drain() -> None:
-        while True:
-            try:
-                data = os.read(master, 4096)
-            except OSError:
-                return
-            if not data:
-                return
-            chunks.append(data)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    proc.wait(timeout=120)
-    reader.join(timeout=5)
-    os.close(master)
-    shown = b"".join(chunks).decode(errors="replace")
-    assert proc.returncode == 3
-    assert "solving" in shown and "model calls" in shown and "tokens" in shown
-    assert "definer" in shown  # the stage the run was in
-
-
-def _run_on_terminal(args: list[str], columns: int) -> str:
-    """Run fllm with stdout and stderr on a pseudo-terminal of the given width; return all."""
-    master, slave = pty.openpty()
-    env = {**os.environ, "TERM": "xterm", "COLUMNS": str(columns)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fllm_cli", *args], stdout=slave, stderr=slave, env=env
+        env=full,
     )
     os.close(slave)
     chunks: list[bytes] = []
@@ -233,15 +205,27 @@ def _run_on_terminal(args: list[str], columns: int) -> str:
         if not data:
             break
         chunks.append(data)
-    proc.wait(timeout=60)
+    proc.wait(timeout=120)
     os.close(master)
-    return b"".join(chunks).decode(errors="replace")
+    return proc.returncode, b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_is_shown_on_a_terminal_only(slow_server: str, tmp_path: Path) -> None:
+    args = _solve_args(slow_server, tmp_path / "t.jsonl")
+    code, shown = _run_on_terminal(args, 120, stdout_too=False, env={"OPENAI_API_KEY": "x"})
+    assert code == 3
+    assert "solving" in shown and "model calls" in shown and "tokens" in shown
+    assert "definer" in shown  # the stage the run was in
 
 
 def test_bench_summary_on_a_narrow_terminal_cuts_nothing() -> None:
-    shown = _run_on_terminal(["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "5"], 60)
+    _, shown = _run_on_terminal(
+        ["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "5"], 60
+    )
     summary = shown[shown.index("fllm bench:") :]  # after the (transient) progress bar
     assert "…" not in summary
     assert "% valid: 100.0" in shown and "p95 s:" in shown
-    wide = _run_on_terminal(["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "5"], 200)
+    _, wide = _run_on_terminal(
+        ["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "5"], 200
+    )
     assert "% valid" in wide and "p95 s" in wide and "% valid:" not in wide
