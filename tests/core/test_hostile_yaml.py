@@ -114,3 +114,14 @@ def test_a_huge_set_is_refused_with_the_cap(tmp_path: Path) -> None:
     )
     code, out, _ = run_fllm("validate", str(spec), timeout=60)
     assert code == 1 and "has 3000 elements; at most 200" in out
+
+
+def test_a_state_named_by_a_mapping_is_an_error_not_an_object_dump(tmp_path: Path) -> None:
+    spec = tmp_path / "dup.yaml"
+    spec.write_text(
+        FAMILY.format(family="[1]", name="s").replace('      name: "s"', "      name: {a: 1}"),
+        encoding="utf-8",
+    )
+    code, out, _ = run_fllm("validate", str(spec), timeout=60)
+    assert code == 1 and "expected a name or text, got a mapping" in out
+    assert "Node(" not in out

@@ -81,6 +81,10 @@ def _env() -> jinja2.Environment:
 
 
 def _render(source: object, binding: dict[str, Any]) -> str:
+    if isinstance(source, (dict, list)):
+        raise _Bad(
+            f"expected a name or text, got a {'mapping' if isinstance(source, dict) else 'list'}"
+        )
     text = str(source)
     if "{{" not in text and "{%" not in text:
         return text
@@ -292,10 +296,7 @@ def _transition(reader: Reader, m: Node, binding: dict[str, Any]) -> TransitionS
     push: tuple[str, ...] | None = None
     if push_node is not None:
         raw = (
-            [
-                _render(v.value, binding) if isinstance(v.value, str) else str(v.value)
-                for v in push_node.value
-            ]
+            [_render(v.value, binding) for v in push_node.value]
             if isinstance(push_node.value, list)
             else _symbols(_render(push_node.value, binding) if push_node.value is not None else "")
         )
