@@ -1,4 +1,9 @@
-"""The library entry points: load a domain, compile a task, plan, verify.
+"""The library entry points: everything the command line does, as functions.
+
+Planning: load a domain, compile a task, plan (asking for the interface when needed), verify.
+Agents (``load_agent``, ``run_agent``, ``AgentOptions``) and LLMFP solving (``load_problem``,
+``solve``, ``SolveSettings``) are re-exported from their packages, so a program needs only this
+module.
 
 from fllm_cli import api
 problem = api.compile_problem("domains/openagi.yaml", inputs=["image"], output="text",
@@ -24,20 +29,30 @@ from fllm_cli.errors import NoPlanError, PlanFileError, SpecError, UsageError
 from fllm_cli.kinds import Compiled, check_domain, kind_of
 from fllm_cli.llm.base import Model
 from fllm_cli.llm.registry import ModelOptions, make_model
+from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
 from fllm_cli.search.interface import infer_interface
 from fllm_cli.search.planner import Budgets, Event, Planner, PlanStats
+from fllm_cli.solve.pipeline import Settings as SolveSettings
+from fllm_cli.solve.pipeline import solve
+from fllm_cli.solve.problem import load_problem
 from fllm_cli.textio import load_json
 from fllm_cli.verify import Verdict
 
 __all__ = [
+    "AgentOptions",
     "PlanResult",
     "Problem",
+    "SolveSettings",
     "compile_problem",
+    "load_agent",
     "load_domain",
+    "load_problem",
     "overview",
     "plan",
     "plan_task",
     "read_plan_file",
+    "run_agent",
+    "solve",
     "verify",
 ]
 

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from fllm_cli import api
 from fllm_cli.cli import views
 from fllm_cli.cli.common import read_text_arg, stderr_console, stdout_console, write_atomic
 from fllm_cli.cli.options import (
@@ -130,19 +131,17 @@ def agent_command(
 ) -> None:
     """Run an agent whose behaviour is an LTL formula; every transcript satisfies it."""
     from fllm_cli.llm.registry import make_model
-    from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
-    from fllm_cli.ltl.output import bare_transcript, to_json
 
     fmt = check_format(fmt, RUN_FORMATS, {"text": "transcript"})
     states = renamed(max_states, max_steps, "--max-states", "--max-steps", quiet)
-    agent_spec, _ = load_agent(spec)
+    agent_spec, _ = api.load_agent(spec)
     has_user = any(s.env_input and "user" in s.name.lower() for s in agent_spec.states)
     if not question and not has_user:
         raise UsageError(f"agent '{agent_spec.name}' needs a QUESTION argument")
     out = stdout_console()
     live = out if fmt == "rich" and not quiet else None
     recorder = _Recorder(live, echo_user=not sys.stdin.isatty())
-    options = AgentOptions(
+    options = api.AgentOptions(
         tools=_split_names(tools),
         tool_modules=tool_module,
         corpus=corpus,
@@ -164,7 +163,7 @@ def agent_command(
             if question:
                 live.print(plain(f"Question: {question}", style="bold"))
         with status:
-            run = run_agent(
+            run = api.run_agent(
                 spec, question, backend, options, recorder, _reader(live or stderr_console())
             )
     finally:
@@ -222,11 +221,10 @@ def check_trace_command(
     quiet: QuietOpt = False,
 ) -> int:
     """Check that transcripts follow an agent spec; report the first violation of each example."""
-    from fllm_cli.ltl.api import load_agent
     from fllm_cli.ltl.trace import check_transcript
 
     fmt = check_format(fmt, CHECK_FORMATS, {"text": "rich"})
-    agent_spec, automaton = load_agent(spec)
+    agent_spec, automaton = api.load_agent(spec)
     text = read_text_arg(file)
     tool_names = tuple(_split_names(tools)) if tools else None
     results = check_transcript(agent_spec, automaton, text, split or None, tool_names)

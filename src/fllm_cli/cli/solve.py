@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from fllm_cli import api
 from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
 from fllm_cli.cli.options import (
     DEFAULT_RETRIES,
@@ -76,10 +77,9 @@ def _settings(
     seconds: float,
     unisolated: bool,
 ) -> Any:
-    from fllm_cli.solve.pipeline import Settings
     from fllm_cli.solve.sandbox import Limits
 
-    return Settings(
+    return api.SolveSettings(
         max_attempts=attempts,
         max_rounds=rounds,
         max_horizon=horizon,
@@ -107,9 +107,7 @@ def _common(
 
 def _problem(path: str) -> Any:
     from fllm_cli.resources import resolve_spec_path
-    from fllm_cli.solve.problem import load_problem
-
-    return load_problem(resolve_spec_path(path))
+    return api.load_problem(resolve_spec_path(path))
 
 
 def _trace_lines(records: list[dict[str, Any]]) -> str:
@@ -147,7 +145,7 @@ def solve_command(
     import sys
 
     from fllm_cli.llm.registry import make_model
-    from fllm_cli.solve.pipeline import Session, solve
+    from fllm_cli.solve.pipeline import Session
 
     fmt, out, horizon = _common(fmt, as_json, out_file, output, max_horizon, max_steps, quiet)
     spec = _problem(problem)
@@ -165,7 +163,7 @@ def solve_command(
     session = Session(backend, spec, text, settings)
     try:
         with status:
-            result = solve(spec, text, backend, settings, session)
+            result = api.solve(spec, text, backend, settings, session)
     finally:
         backend.close()
         if trace:
