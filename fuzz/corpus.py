@@ -36,7 +36,7 @@ PLAN_TASKS = [
     ("domains/openagi.yaml", ["-i", "text", "--output", "image"]),
     ("domains/openagi.yaml", ["-i", "image", "-i", "query=text", "--output", "text"]),
     ("domains/cooking.yaml", []),
-    ("tests/core/specs/anbn.yaml", []),
+    ("tests/data/specs/anbn.yaml", []),
     ("domains/daily_plan.yaml", []),
     ("domains/risk_management.yaml", ["--var", "seller=Shareholders", "--var", "buyer=Microsoft"]),
 ]
@@ -63,8 +63,8 @@ def file_seeds() -> dict[str, list[tuple[str, str]]]:
     """Seeds read from the repository, by input kind: lists of (repo-relative name, text)."""
     out: dict[str, list[tuple[str, str]]] = {k: [] for k in KINDS}
     domain_files = sorted(REPO.glob("domains/*.yaml"))
-    domain_files += sorted(REPO.glob("tests/core/specs/*.yaml"))
-    domain_files += sorted(REPO.glob("tests/core/broken/*.yaml"))
+    domain_files += sorted(REPO.glob("tests/data/specs/*.yaml"))
+    domain_files += sorted(REPO.glob("tests/data/broken/*.yaml"))
     for p in domain_files:
         text = _read(p)
         out[f"domain-{domain_kind_of(text)}"].append((str(p.relative_to(REPO)), text))
@@ -74,7 +74,7 @@ def file_seeds() -> dict[str, list[tuple[str, str]]]:
         out["agent-yaml"].append((str(p.relative_to(REPO)), _read(p)))
     for p in sorted(REPO.glob("domains/problems/*.yaml")):
         out["problem"].append((str(p.relative_to(REPO)), _read(p)))
-    for p in [REPO / "prompts/react_examples.txt", *sorted(REPO.glob("tests/core/specs/*.txt"))]:
+    for p in [REPO / "prompts/react_examples.txt", *sorted(REPO.glob("tests/data/specs/*.txt"))]:
         if p.exists():
             out["transcript"].append((str(p.relative_to(REPO)), _read(p)))
     return out

@@ -1,7 +1,20 @@
-"""Shared fixtures: paths, a CLI runner with fixed width and no colour."""
+"""Shared fixtures: paths, golden files, and the one CLI runner (two variants).
+
+Drive the ``fllm`` command with either:
+
+* ``run_fllm(*args, stdin=None, env=None, timeout=180) -> (code, out, err)`` -- a subprocess
+  through the real entry point (``python -m fllm_cli``). Use it when the real process
+  matters: environment variables, a pty, exit codes through the error funnel, signals.
+* the ``fllm_inproc`` fixture -- ``fllm_inproc(*args, stdin=None) -> (code, out, err)``,
+  calling ``fllm_cli.cli.app.main(args)`` in this process (fast; error funnel included)
+  and asserting that no traceback was printed.
+
+Shared data lives in ``tests/data/`` (``SPECS``, ``BROKEN``, ``RENDERINGS`` below).
+"""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -9,11 +22,15 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
+SPECS = DATA / "specs"  # small valid domains (anbn.yaml)
+BROKEN = DATA / "broken"  # invalid domains, each with its expected diagnostics
+RENDERINGS = DATA / "golden"  # golden PDA renderings (dot, json, mmd, table)
 
 # A fresh cache home per run: no test may depend on replies cached by an earlier run.
 os.environ["FLLM_HOME"] = tempfile.mkdtemp(prefix="fllm-test-home-")
@@ -51,9 +68,17 @@ def openagi() -> str:
     return str(ROOT / "domains" / "openagi.yaml")
 
 
+class CliResult(NamedTuple):
+    """Exit code and captured output of one ``fllm`` command; unpacks as ``code, out, err``."""
+
+    code: int
+    out: str
+    err: str
+
+
 def run_fllm(
     *args: str, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 180
-) -> tuple[int, str, str]:
+) -> CliResult:
     """Run the real console entry point in a subprocess; return (code, stdout, stderr)."""
     proc = subprocess.run(
         [sys.executable, "-m", "fllm_cli", *args],
@@ -63,7 +88,35 @@ def run_fllm(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
-    return proc.returncode, proc.stdout, proc.stderr
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+class InProc:
+    """The ``fllm_inproc`` fixture: ``(*args, stdin=None) -> (code, out, err)``."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+        self._capsys = capsys
+        self._monkeypatch = monkeypatch
+
+    def __call__(self, *args: str, stdin: str | None = None) -> CliResult:
+        from fllm_cli.cli.app import main
+
+        self._capsys.readouterr()
+        if stdin is not None:
+            self._monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        with pytest.raises(SystemExit) as exc:
+            main(list(args))
+        out, err = self._capsys.readouterr()
+        code = exc.value.code
+        status = code if isinstance(code, int) else (0 if code is None else 1)
+        assert "Traceback" not in out + err
+        return CliResult(status, out, err)
+
+
+@pytest.fixture
+def fllm_inproc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> InProc:
+    """Run ``fllm`` in-process: ``fllm_inproc("validate", path) -> (code, out, err)``."""
+    return InProc(capsys, monkeypatch)
 
 
 def load_tasks() -> list[dict]:

@@ -5,7 +5,7 @@ generated 200-tool domain, many two-input tools limited to two uses, a two-tool 
 unlimited recursive tool, ``S → S S S | a``, a long chain of nonterminals, and explicit automata
 with a large counter minimum or a stack that keeps growing. Work is asserted in counted search
 nodes, never in seconds. Small instances are checked against oracles that do not run the code
-under test (``tests.core._gen.brute_completable`` and closed forms).
+under test (``tests.automaton._gen.brute_completable`` and closed forms).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from fllm_cli.domain.model import Domain, Limits, Modality, Task, Tool
 from fllm_cli.errors import FllmError
 from fllm_cli.grammar.cfg import Grammar, Production, Terminal
 from fllm_cli.grammar.compile import tool_grammar
-from tests.core._gen import brute_completable
+from tests.automaton._gen import brute_completable
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 from bench_helpers import TASKS, first_option, scripted_pool, write_jsonl
-from typer.testing import CliRunner
+from tests.conftest import InProc
 
 from fllm_cli.bench import BenchOptions, run_bench
 from fllm_cli.bench.scoring import summarize_one
-from fllm_cli.cli.app import app
 from fllm_cli.errors import UsageError
 from fllm_cli.llm.simple import ScriptedModel
 
@@ -245,28 +244,27 @@ def test_interface_is_read_from_the_text(openagi: str, tmp_path: Path) -> None:
     assert [r["plan"]["output"] for r in rows] == ["image", "text"]
 
 
-def test_cli_markdown_report_and_record(openagi: str, tasks_file: str, tmp_path: Path) -> None:
+def test_cli_markdown_report_and_record(
+    openagi: str, tasks_file: str, tmp_path: Path, fllm_inproc: InProc
+) -> None:
     out, rec = tmp_path / "r.json", tmp_path / "rec.jsonl"
-    result = CliRunner().invoke(
-        app,
-        [
-            "bench",
-            openagi,
-            tasks_file,
-            "--strategy",
-            "formal,zero-shot",
-            "--model",
-            "random:1",
-            "--format",
-            "markdown",
-            "-o",
-            str(out),
-            "--record",
-            str(rec),
-        ],
+    result = fllm_inproc(
+        "bench",
+        openagi,
+        tasks_file,
+        "--strategy",
+        "formal,zero-shot",
+        "--model",
+        "random:1",
+        "--format",
+        "markdown",
+        "-o",
+        str(out),
+        "--record",
+        str(rec),
     )
-    assert result.exit_code == 0, result.output
-    lines = result.stdout.splitlines()
+    assert result.code == 0, result.out + result.err
+    lines = result.out.splitlines()
     assert lines[0].startswith("| strategy | tasks | % valid |")
     assert lines[2].startswith("| formal | 3 | 100.0 |")
     assert lines[3].startswith("| zero-shot | 3 | 0.0 |")
@@ -278,10 +276,11 @@ def test_cli_markdown_report_and_record(openagi: str, tasks_file: str, tmp_path:
     assert records[0]["reward"] == records[0]["scores"]["f1"]
 
 
-def test_cli_bad_strategy_is_one_line(openagi: str, tasks_file: str) -> None:
-    result = CliRunner().invoke(app, ["bench", openagi, tasks_file, "--strategy", "fromal"])
-    assert isinstance(result.exception, UsageError)
-    assert "did you mean 'formal'" in result.exception.one_line()
+def test_cli_bad_strategy_is_one_line(openagi: str, tasks_file: str, fllm_inproc: InProc) -> None:
+    code, out, err = fllm_inproc("bench", openagi, tasks_file, "--strategy", "fromal")
+    assert code == UsageError.exit_code == 2
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "did you mean 'formal'" in err
 
 
 def test_report_versions_rates_and_old_reports(

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from fllm_cli.cli.app import main
 from fllm_cli.llm.meter import RunMeter
 from fllm_cli.llm.simple import ScriptedModel
 from fllm_cli.solve.pipeline import Settings, solve
 from fllm_cli.solve.problem import load_problem
 from fllm_cli.solve.sandbox import Limits
+from tests.conftest import InProc
 from tests.fake_backends import install_priced
 from tests.solve.scripts import DEFINITION, FORMULATION, MC, assessment, code, formatted
 
@@ -28,13 +28,6 @@ QUERY = "What would happen if cafe1 experienced a 23% rise in demand for light c
 TASK = "Given noisy grayscale image, how to return the caption in German step by step?"
 AGENT_SCRIPT = "Compute it.\n1\n0.17 * 240 + 12\n2\nThat is 52.8.\n52.8\n"
 CALL_FIELDS = {"type", "kind", "prompt", "reply", "usage", "latency", "cached", "calls"}
-
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as info:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(info.value.code or 0), out, err
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:
@@ -53,43 +46,41 @@ def check_schema(records: list[dict[str, Any]]) -> None:
 # ---------------------------------------------------------------- record, then replay
 
 
-def test_plan_trace_replays(tmp_path: Path, openagi: str, capsys: pytest.CaptureFixture[str]):
+def test_plan_trace_replays(tmp_path: Path, openagi: str, fllm_inproc: InProc):
     trace = tmp_path / "plan.jsonl"
     args = ["plan", openagi, TASK, "-f", "json"]  # no --input/--output: the model is asked
-    code_, out, err = run([*args, "--model", "random:3", "--trace", str(trace)], capsys)
+    code_, out, err = fllm_inproc(*args, "--model", "random:3", "--trace", str(trace))
     assert code_ == 0, err
     records = read_trace(trace)
     check_schema(records)
     assert {r["kind"] for r in records} == {"interface", "plan"}
-    code_, again, err = run([*args, "--model", f"replay:{trace}"], capsys)
+    code_, again, err = fllm_inproc(*args, "--model", f"replay:{trace}")
     assert code_ == 0, err
     assert json.loads(again)["word"] == json.loads(out)["word"]
 
 
-def test_agent_trace_replays_without_the_model(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_agent_trace_replays_without_the_model(tmp_path: Path, fllm_inproc: InProc) -> None:
     script, trace = tmp_path / "s.txt", tmp_path / "agent.jsonl"
     script.write_text(AGENT_SCRIPT)
     question = "What is 17% of 240, plus 12?"
     base = ["agent", REACT, question, "-f", "json"]
-    code_, out, err = run([*base, "--model", f"scripted:{script}", "--trace", str(trace)], capsys)
+    code_, out, err = fllm_inproc(*base, "--model", f"scripted:{script}", "--trace", str(trace))
     assert code_ == 0, err
     records = read_trace(trace)
     check_schema(records)
     assert {r["type"] for r in records} == {"generate", "choice", "event"}
     script.unlink()  # the scripted model could not answer any more
-    code_, again, err = run([*base, "--model", f"replay:{trace}"], capsys)
+    code_, again, err = fllm_inproc(*base, "--model", f"replay:{trace}")
     assert code_ == 0, err
     first, second = json.loads(out), json.loads(again)
     assert second["steps"] == first["steps"] and second["answer"] == first["answer"] == "52.8"
     assert second["stats"]["model_calls"] == 0
     # Another question changes the prompts: replay refuses and names the trace line.
-    code_, _, err = run(["agent", REACT, "Another question?", "--model", f"replay:{trace}"], capsys)
+    code_, _, err = fllm_inproc("agent", REACT, "Another question?", "--model", f"replay:{trace}")
     assert code_ == 1 and "different prompt" in err and f"{trace}:" in err
 
 
-def test_solve_trace_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_solve_trace_replays(tmp_path: Path, fllm_inproc: InProc) -> None:
     scripted = ScriptedModel(
         [DEFINITION, FORMULATION, code("coffee"), formatted({"total_cost": 2520}), assessment(MC)]
     )
@@ -103,15 +94,14 @@ def test_solve_trace_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     asked = len(scripted.prompts)
     out = tmp_path / "out.json"
     args = ["solve", COFFEE, QUERY, "--code-timeout", "8", "-o", str(out)]
-    code_, _, err = run([*args, "--model", f"replay:{trace}"], capsys)
+    code_, _, err = fllm_inproc(*args, "--model", f"replay:{trace}")
     assert code_ == 0, err
     replayed = json.loads(out.read_text())
     assert (replayed["objective"], replayed["accepted"]) == (2520, True)
     assert replayed["solution"] == recorded.solution
     assert len(scripted.prompts) == asked  # the recording model was not asked again
-    code_, _, err = run(
-        ["solve", COFFEE, "Another query?", "--model", f"replay:{trace}", "--code-timeout", "8"],
-        capsys,
+    code_, _, err = fllm_inproc(
+        "solve", COFFEE, "Another query?", "--model", f"replay:{trace}", "--code-timeout", "8"
     )
     assert code_ == 1 and "different prompt" in err and f"{trace}:1:" in err
 
@@ -132,26 +122,26 @@ def replies_trace(path: Path) -> Path:
 
 
 def test_plan_max_cost(
-    tmp_path: Path, openagi: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+    tmp_path: Path, openagi: str, monkeypatch: pytest.MonkeyPatch, fllm_inproc: InProc
 ) -> None:
     install_priced(monkeypatch)
     trace = tmp_path / "plan.jsonl"
     args = ["plan", openagi, TASK, "--input", "image", "--output", "text"]
-    assert run([*args, "--model", "random:3", "--trace", str(trace)], capsys)[0] == 0
+    assert fllm_inproc(*args, "--model", "random:3", "--trace", str(trace))[0] == 0
     assert len(read_trace(trace)) >= 3
-    code_, _, err = run([*args, "--model", f"priced:{trace}", "--max-cost", "0.015"], capsys)
+    code_, _, err = fllm_inproc(*args, "--model", f"priced:{trace}", "--max-cost", "0.015")
     assert code_ == 1 and "cost budget" in err
 
 
 def test_agent_max_cost_closes_the_run_validly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fllm_inproc: InProc
 ) -> None:
     install_priced(monkeypatch)
     script, trace = tmp_path / "s.txt", tmp_path / "agent.jsonl"
     script.write_text(AGENT_SCRIPT)
     base = ["agent", REACT, "What is 17% of 240, plus 12?", "-f", "json"]
-    assert run([*base, "--model", f"scripted:{script}", "--trace", str(trace)], capsys)[0] == 0
-    code_, out, err = run([*base, "--model", f"priced:{trace}", "--max-cost", "0.015"], capsys)
+    assert fllm_inproc(*base, "--model", f"scripted:{script}", "--trace", str(trace))[0] == 0
+    code_, out, err = fllm_inproc(*base, "--model", f"priced:{trace}", "--max-cost", "0.015")
     # The run closes validly but gave no answer: the output is kept and the exit says so.
     assert code_ == 1 and "without an answer" in err and "max-cost" in err, err
     data = json.loads(out)
@@ -160,18 +150,18 @@ def test_agent_max_cost_closes_the_run_validly(
 
 
 def test_solve_max_cost(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fllm_inproc: InProc
 ) -> None:
     install_priced(monkeypatch)
     replies = replies_trace(tmp_path / "replies.jsonl")
     args = ["solve", COFFEE, QUERY, "--model", f"priced:{replies}", "--code-timeout", "8"]
-    code_, _, err = run([*args, "--max-cost", "0.015"], capsys)
+    code_, _, err = fllm_inproc(*args, "--max-cost", "0.015")
     assert code_ == 1 and "cost budget" in err and "--max-cost" in err
-    assert run(args, capsys)[0] == 0  # without the ceiling the same run finishes
+    assert fllm_inproc(*args)[0] == 0  # without the ceiling the same run finishes
 
 
 def test_solve_bench_max_cost_stops_the_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fllm_inproc: InProc
 ) -> None:
     install_priced(monkeypatch)
     replies = replies_trace(tmp_path / "replies.jsonl")
@@ -180,7 +170,7 @@ def test_solve_bench_max_cost_stops_the_run(
     bench.write_text(json.dumps({"questions": [question, question]}))
     report = tmp_path / "report.json"
     args = ["solve-bench", COFFEE, str(bench), "--model", f"priced:{replies}", "-o", str(report)]
-    code_, _, err = run([*args, "--code-timeout", "8", "--max-cost", "0.015"], capsys)
+    code_, _, err = fllm_inproc(*args, "--code-timeout", "8", "--max-cost", "0.015")
     assert code_ == 0, err
     data = json.loads(report.read_text())
     assert data["stopped"] == "max_cost" and data["partial"] and data["queries"] == 1

@@ -6,11 +6,10 @@ from itertools import product
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from fllm_cli import api
-from fllm_cli.cli.app import app
 from fllm_cli.llm.simple import RandomModel
+from tests.conftest import InProc
 
 ROOT = Path(__file__).resolve().parents[2]
 DOMAIN = str(ROOT / "domains" / "cooking.yaml")
@@ -113,14 +112,14 @@ def test_seasoning_questions_are_yes_no_and_recorded_as_one_step() -> None:
     assert "Should the seasoning for the step" in set_prompts[0]["prompt"]
 
 
-def test_verify_reads_a_hand_written_plan(tmp_path: Path) -> None:
+def test_verify_reads_a_hand_written_plan(tmp_path: Path, fllm_inproc: InProc) -> None:
     plan = tmp_path / "plan.txt"
     plan.write_text(
         "a\nA:ginger\nA:salt\na\na\nb\nA:cooking wine\nc\nd\nb\ne\nc\nf\n", encoding="utf-8"
     )
-    result = CliRunner().invoke(app, ["verify", DOMAIN, str(plan)])
-    assert result.exit_code == 0, result.output
-    assert 'Prepare the seasoning: ginger, salt for the step: "Stir-fry' in result.output
+    code, out, err = fllm_inproc("verify", DOMAIN, str(plan))
+    assert code == 0, out + err
+    assert 'Prepare the seasoning: ginger, salt for the step: "Stir-fry' in out + err
     plan.write_text("a\nA:salt\nA:ginger\na\n", encoding="utf-8")  # out of the set's order
-    result = CliRunner().invoke(app, ["verify", DOMAIN, str(plan)])
-    assert result.exit_code == 1
+    code, out, err = fllm_inproc("verify", DOMAIN, str(plan))
+    assert code == 1

@@ -6,15 +6,13 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from fllm_cli import api
-from fllm_cli.cli.app import app
 from fllm_cli.llm.simple import RandomModel
+from tests.conftest import InProc
 
 ROOT = Path(__file__).resolve().parents[2]
 DOMAIN = str(ROOT / "domains" / "daily_plan.yaml")
-runner = CliRunner()
 
 DURATION = {
     "breakfast": 1,
@@ -136,28 +134,28 @@ def test_every_random_plan_meets_every_constraint(problem: api.Problem, seed: in
     assert api.verify(problem, result.document["word"]).valid
 
 
-def test_gpt4_plan_is_rejected_by_checker_and_verify(tmp_path: Path) -> None:
+def test_gpt4_plan_is_rejected_by_checker_and_verify(tmp_path: Path, fllm_inproc: InProc) -> None:
     word = [w for w in GPT4_WORD.splitlines() if w and not w.startswith("#")]
     problems = schedule_problems(word_steps(word))
     assert any("outside 10:00-20:00" in p for p in problems)
     plan = tmp_path / "gpt4.txt"
     plan.write_text(GPT4_WORD, encoding="utf-8")
-    result = runner.invoke(app, ["verify", DOMAIN, str(plan)])
-    assert result.exit_code == 1
-    assert "gpt4.txt:2:1" in result.output and "homework 20:00-23:00" in result.output
+    code, out, err = fllm_inproc("verify", DOMAIN, str(plan))
+    assert code == 1
+    assert "gpt4.txt:2:1" in out + err and "homework 20:00-23:00" in out + err
 
 
-def test_render_pda_shows_the_expanded_families() -> None:
-    result = runner.invoke(app, ["render-pda", DOMAIN, "--format", "json"])
-    assert result.exit_code == 0, result.output
-    assert '"(basketball 13:00-15:00, ∀; ∀)"' in result.output
-    assert "supper 12:00-13:00" not in result.output  # j skips 13: no meal right before basketball
-    assert "homework 09:00-12:00" not in result.output  # k stops at 13
+def test_render_pda_shows_the_expanded_families(fllm_inproc: InProc) -> None:
+    code, out, err = fllm_inproc("render-pda", DOMAIN, "--format", "json")
+    assert code == 0, out + err
+    assert '"(basketball 13:00-15:00, ∀; ∀)"' in out
+    assert "supper 12:00-13:00" not in out  # j skips 13: no meal right before basketball
+    assert "homework 09:00-12:00" not in out  # k stops at 13
 
 
-def test_cli_plan_and_verify_roundtrip(tmp_path: Path) -> None:
+def test_cli_plan_and_verify_roundtrip(tmp_path: Path, fllm_inproc: InProc) -> None:
     out = tmp_path / "day.json"
-    result = runner.invoke(app, ["plan", DOMAIN, "Plan my day.", "-m", "random:3", "-o", str(out)])
-    assert result.exit_code == 0, result.output
-    check = runner.invoke(app, ["verify", DOMAIN, str(out)])
-    assert check.exit_code == 0 and "valid plan" in check.output
+    result = fllm_inproc("plan", DOMAIN, "Plan my day.", "-m", "random:3", "-o", str(out))
+    assert result.code == 0, result.out + result.err
+    check = fllm_inproc("verify", DOMAIN, str(out))
+    assert check.code == 0 and "valid plan" in check.out + check.err

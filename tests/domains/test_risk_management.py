@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from fllm_cli import api
-from fllm_cli.cli.app import app
 from fllm_cli.llm.simple import RandomModel
+from tests.conftest import InProc, run_fllm
 
 ROOT = Path(__file__).resolve().parents[2]
 DOMAIN = str(ROOT / "domains" / "risk_management.yaml")
@@ -60,15 +57,13 @@ def test_prompts_show_the_scenario_variables(golden: Callable[[Path, str], None]
 
 def test_missing_variable_is_a_usage_error() -> None:
     args = ["plan", DOMAIN, "x", "-m", "random:1", "--var", "buyer=X"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "fllm_cli", *args], capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 2
-    assert "missing --var seller=VALUE" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    code, _, err = run_fllm(*args, timeout=120)
+    assert code == 2
+    assert "missing --var seller=VALUE" in err
+    assert "Traceback" not in err
 
 
-def test_render_pda_needs_no_variables() -> None:
-    result = CliRunner().invoke(app, ["render-pda", DOMAIN, "--format", "dot"])
-    assert result.exit_code == 0, result.output
-    assert "entitled=unknown" in result.output
+def test_render_pda_needs_no_variables(fllm_inproc: InProc) -> None:
+    code, out, err = fllm_inproc("render-pda", DOMAIN, "--format", "dot")
+    assert code == 0, out + err
+    assert "entitled=unknown" in out

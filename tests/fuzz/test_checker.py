@@ -12,7 +12,7 @@ from tests.conftest import ROOT
 
 OPENAGI = (ROOT / "domains/openagi.yaml").read_text(encoding="utf-8")
 COOKING = (ROOT / "domains/cooking.yaml").read_text(encoding="utf-8")
-ANBN = (ROOT / "tests/core/specs/anbn.yaml").read_text(encoding="utf-8")
+ANBN = (ROOT / "tests/data/specs/anbn.yaml").read_text(encoding="utf-8")
 
 PHOTO_DESK = """
 name: photo-desk

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.conftest import run_fllm
 
 from fllm_cli.errors import BackendError
 from fllm_cli.llm import ChoiceRequest, GenerateRequest
@@ -129,42 +130,30 @@ def test_fllm_plan_through_the_real_server(server: str, tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     spec = str(root / "domains" / "openagi.yaml")
     out = tmp_path / "plan.json"
-    env = {**__import__("os").environ, "OPENAI_API_KEY": "sk-local", "FLLM_NO_CACHE": "1"}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fllm_cli",
-            "plan",
-            spec,
-            "Given noisy grayscale image, how to return the caption in German step by step?",
-            "--input",
-            "image",
-            "--output",
-            "text",
-            "--model",
-            "openai/smollm2",
-            "--api-base",
-            server,
-            "--timeout",
-            "120",
-            "-f",
-            "json",
-            "-o",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
+    env = {"OPENAI_API_KEY": "sk-local", "FLLM_NO_CACHE": "1"}
+    code, _, err = run_fllm(
+        "plan",
+        spec,
+        "Given noisy grayscale image, how to return the caption in German step by step?",
+        "--input",
+        "image",
+        "--output",
+        "text",
+        "--model",
+        "openai/smollm2",
+        "--api-base",
+        server,
+        "--timeout",
+        "120",
+        "-f",
+        "json",
+        "-o",
+        str(out),
         env=env,
+        timeout=900,
     )
-    assert proc.returncode == 0, proc.stderr
+    assert code == 0, err
     doc = __import__("json").loads(out.read_text())
     assert doc["stats"]["llm_calls"] >= doc["stats"]["choice_points"] > 0
-    check = subprocess.run(
-        [sys.executable, "-m", "fllm_cli", "verify", spec, str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert check.returncode == 0, check.stdout + check.stderr
+    check = run_fllm("verify", spec, str(out), timeout=120)
+    assert check.code == 0, check.out + check.err

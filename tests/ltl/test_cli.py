@@ -7,35 +7,26 @@ from pathlib import Path
 
 import pytest
 
-from fllm_cli.cli.app import main
+from tests.conftest import InProc
 
 ROOT = Path(__file__).resolve().parents[2]
 REACT = str(ROOT / "domains" / "agents" / "react.sexp")
 EXAMPLES = str(ROOT / "prompts" / "react_examples.txt")
 
 
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as info:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(info.value.code or 0), out, err
-
-
-def test_shipped_examples_pass_check_trace(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(
-        ["check-trace", REACT, EXAMPLES, "--tools", "calculator,search,lookup"], capsys
+def test_shipped_examples_pass_check_trace(fllm_inproc: InProc) -> None:
+    code, out, _ = fllm_inproc(
+        "check-trace", REACT, EXAMPLES, "--tools", "calculator,search,lookup"
     )
     assert code == 0 and "all examples follow the spec" in out
 
 
-def test_check_trace_reports_the_first_violation(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_check_trace_reports_the_first_violation(tmp_path: Path, fllm_inproc: InProc) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_text(
         "Question: q\nThought: t\nAction: calculator\nObservation: 3\nFinal Thought: f\nAnswer: 3\n"
     )
-    code, out, _ = run_cli(["check-trace", REACT, str(bad)], capsys)
+    code, out, _ = fllm_inproc("check-trace", REACT, str(bad))
     assert code == 1
     assert (
         f"{bad}:4: example 1: 'Observation:' is not allowed here; allowed here: Action Input:"
@@ -44,15 +35,13 @@ def test_check_trace_reports_the_first_violation(
 
 
 def test_check_trace_reports_an_unfinished_trace_and_bad_content(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, fllm_inproc: InProc
 ) -> None:
     f = tmp_path / "t.txt"
     f.write_text(
         "Question: a\nThought: t\nAction: hammer\n\nQuestion: b\nThought: t\nAction: calculator\n"
     )
-    code, out, _ = run_cli(
-        ["check-trace", REACT, str(f), "--tools", "calculator", "-f", "json"], capsys
-    )
+    code, out, _ = fllm_inproc("check-trace", REACT, str(f), "--tools", "calculator", "-f", "json")
     data = json.loads(out)
     assert code == 1 and not data["ok"]
     first, second = data["examples"]
@@ -64,47 +53,41 @@ def test_check_trace_reports_an_unfinished_trace_and_bad_content(
 
 
 def test_agent_transcript_round_trips_through_check_trace(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, fllm_inproc: InProc
 ) -> None:
-    code, out, _ = run_cli(
-        [
-            "agent",
-            REACT,
-            "What is 2+2?",
-            "--model",
-            "random:7",
-            "--max-loops",
-            "2",
-            "--format",
-            "transcript",
-        ],
-        capsys,
+    code, out, _ = fllm_inproc(
+        "agent",
+        REACT,
+        "What is 2+2?",
+        "--model",
+        "random:7",
+        "--max-loops",
+        "2",
+        "--format",
+        "transcript",
     )
     # The random model writes no answer: the transcript is still printed, and the exit says so.
     assert code == 1 and out.startswith("Question: What is 2+2?\nThought:")
     f = tmp_path / "run.txt"
     f.write_text(out)
-    code, out, _ = run_cli(["check-trace", REACT, str(f)], capsys)
+    code, out, _ = fllm_inproc("check-trace", REACT, str(f))
     assert code == 0
 
 
-def test_agent_json_and_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_agent_json_and_trace(tmp_path: Path, fllm_inproc: InProc) -> None:
     script = tmp_path / "s.txt"
     script.write_text("Compute it.\n1\n0.17 * 240 + 12\n2\nThat is 52.8.\n52.8\n")
     trace = tmp_path / "trace.jsonl"
-    code, out, _ = run_cli(
-        [
-            "agent",
-            REACT,
-            "What is 17% of 240, plus 12?",
-            "--model",
-            f"scripted:{script}",
-            "--format",
-            "json",
-            "--trace",
-            str(trace),
-        ],
-        capsys,
+    code, out, _ = fllm_inproc(
+        "agent",
+        REACT,
+        "What is 17% of 240, plus 12?",
+        "--model",
+        f"scripted:{script}",
+        "--format",
+        "json",
+        "--trace",
+        str(trace),
     )
     data = json.loads(out)
     assert code == 0 and data["answer"] == "52.8" and data["reached_final"]
@@ -137,8 +120,6 @@ def test_agent_json_and_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         (["check-trace", REACT, "missing.txt"], "no such file: 'missing.txt'"),
     ],
 )
-def test_bad_input_is_one_line(
-    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, _, err = run_cli(args, capsys)
+def test_bad_input_is_one_line(args: list[str], message: str, fllm_inproc: InProc) -> None:
+    code, _, err = fllm_inproc(*args)
     assert code != 0 and message in " ".join(err.split()) and "Traceback" not in err

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -128,13 +126,7 @@ def test_nonsense_replies_still_give_a_valid_plan(stub: Stub, openagi: str, tmp_
     assert code == 0, err
     doc = json.loads(out.read_text())
     assert doc["stats"]["fallbacks"] == doc["stats"]["choice_points"]
-    verify = subprocess.run(
-        [sys.executable, "-m", "fllm_cli", "verify", openagi, str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert verify.returncode == 0
+    assert run_fllm("verify", openagi, str(out), timeout=60).code == 0
 
 
 @pytest.mark.parametrize(

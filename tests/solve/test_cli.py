@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from fllm_cli.cli.app import main
+from tests.conftest import InProc
 
 from .scripts import DEFINITION, FORMULATION, MC, assessment, code, formatted
 
@@ -26,69 +24,57 @@ def replies_trace(path: Path) -> None:
     path.write_text("".join(json.dumps({"type": "generate", "reply": r}) + "\n" for r in replies))
 
 
-def run(argv: list[str]) -> int:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    return int(exit_info.value.code or 0)
-
-
-def test_solve_command_writes_result_and_trace(tmp_path: Path, capsys) -> None:
+def test_solve_command_writes_result_and_trace(tmp_path: Path, fllm_inproc: InProc) -> None:
     replies_trace(tmp_path / "replies.jsonl")
     out, trace = tmp_path / "out.json", tmp_path / "trace.jsonl"
-    code_ = run(
-        [
-            "solve",
-            str(PROBLEMS / "coffee.yaml"),
-            QUERY,
-            "--model",
-            f"replay:{tmp_path / 'replies.jsonl'}",
-            "-o",
-            str(out),
-            "--trace",
-            str(trace),
-            "--code-timeout",
-            "8",
-        ]
+    code_, stdout, _ = fllm_inproc(
+        "solve",
+        str(PROBLEMS / "coffee.yaml"),
+        QUERY,
+        "--model",
+        f"replay:{tmp_path / 'replies.jsonl'}",
+        "-o",
+        str(out),
+        "--trace",
+        str(trace),
+        "--code-timeout",
+        "8",
     )
     assert code_ == 0
     result = json.loads(out.read_text())
     assert result["objective"] == 2520 and result["accepted"]
     stages = [json.loads(line)["kind"] for line in trace.read_text().splitlines()]
     assert stages == ["definer", "formulator", "codegen", "execute", "formatter", "assess"]
-    assert "status: sat  objective: 2520" in capsys.readouterr().out
+    assert "status: sat  objective: 2520" in stdout
 
 
-def test_solve_bench_scores_the_query(tmp_path: Path, capsys) -> None:
+def test_solve_bench_scores_the_query(tmp_path: Path, fllm_inproc: InProc) -> None:
     replies_trace(tmp_path / "replies.jsonl")
     bench = tmp_path / "bench.json"
     bench.write_text(json.dumps({"questions": [{"QUESTION": QUERY, "GT EXEC RESULT": 2520.0}]}))
     report = tmp_path / "report.json"
-    assert (
-        run(
-            [
-                "solve-bench",
-                str(PROBLEMS / "coffee.yaml"),
-                str(bench),
-                "--model",
-                f"replay:{tmp_path / 'replies.jsonl'}",
-                "-o",
-                str(report),
-                "--code-timeout",
-                "8",
-            ]
-        )
-        == 0
+    code_, stdout, _ = fllm_inproc(
+        "solve-bench",
+        str(PROBLEMS / "coffee.yaml"),
+        str(bench),
+        "--model",
+        f"replay:{tmp_path / 'replies.jsonl'}",
+        "-o",
+        str(report),
+        "--code-timeout",
+        "8",
     )
+    assert code_ == 0
     data = json.loads(report.read_text())
     assert (data["optimal"], data["success"], data["queries"]) == (1, 1, 1)
-    assert "optimal 1/1 (100.0%)" in capsys.readouterr().out
+    assert "optimal 1/1 (100.0%)" in stdout
 
 
-def test_bad_problem_file_is_one_line_error(tmp_path: Path, capsys) -> None:
+def test_bad_problem_file_is_one_line_error(tmp_path: Path, fllm_inproc: InProc) -> None:
     bad = tmp_path / "p.yaml"
     bad.write_text("problem:\n  name: x\n  kind: other\n  description: d\n")
-    assert run(["solve", str(bad), "q", "--model", "random"]) != 0
-    err = capsys.readouterr().err
+    code_, _, err = fllm_inproc("solve", str(bad), "q", "--model", "random")
+    assert code_ != 0
     assert "p.yaml:3:9" in err and "Traceback" not in err
 
 
@@ -102,7 +88,7 @@ def test_score_rules() -> None:
 
 
 def test_solve_without_a_solver_result_exits_1_and_keeps_a_partial_result(
-    tmp_path: Path, capsys
+    tmp_path: Path, fllm_inproc: InProc
 ) -> None:
     nothing = "```python\nprint('no solver here')\n```"
     replies = [DEFINITION, FORMULATION, nothing, assessment(MC)]
@@ -110,10 +96,9 @@ def test_solve_without_a_solver_result_exits_1_and_keeps_a_partial_result(
     trace.write_text("".join(json.dumps({"type": "generate", "reply": r}) + "\n" for r in replies))
     out = tmp_path / "out.json"
     argv = ["solve", str(PROBLEMS / "coffee.yaml"), QUERY, "--model", f"replay:{trace}"]
-    code_ = run([*argv, "--max-rounds", "1", "-o", str(out), "--code-timeout", "8"])
+    code_, _, err = fllm_inproc(*argv, "--max-rounds", "1", "-o", str(out), "--code-timeout", "8")
     assert code_ == 1
     result = json.loads(out.read_text())
     assert result["partial"] and not result["accepted"]
-    err = capsys.readouterr().err
     last = err.strip().splitlines()[-1]
     assert last.startswith("error:") and "without an accepted solver result" in last

@@ -107,6 +107,7 @@ def _common(
 
 def _problem(path: str) -> Any:
     from fllm_cli.resources import resolve_spec_path
+
     return api.load_problem(resolve_spec_path(path))
 
 

@@ -14,7 +14,7 @@ from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.grammar.compile import tool_grammar
 from fllm_cli.plan.model import Derivation, TreeNode
 from fllm_cli.verify import verify_word
-from tests.core._gen import (
+from tests.automaton._gen import (
     brute_completable,
     cfg_member,
     derive,

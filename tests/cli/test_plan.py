@@ -5,23 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
+from tests.conftest import InProc, run_fllm
 
-from fllm_cli.cli.app import app
-from tests.conftest import run_fllm
-
-runner = CliRunner()
 TASK = "Given noisy grayscale image, how to return the caption in German step by step?"
-
-
-def fllm(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    """Run the real console entry point in a subprocess; return (code, stdout, stderr)."""
-    return run_fllm(*args, stdin=stdin, timeout=120)
 
 
 def test_json_plan_is_written_atomically_and_verifies(tmp_path: Path, openagi: str) -> None:
     out = tmp_path / "plan.json"
-    code, _, err = fllm(
+    code, _, err = run_fllm(
         "plan",
         openagi,
         TASK,
@@ -54,12 +45,12 @@ def test_json_plan_is_written_atomically_and_verifies(tmp_path: Path, openagi: s
     ):
         assert key in doc["stats"]
     assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]  # no temp files left
-    code, stdout, _ = fllm("verify", openagi, str(out))
+    code, stdout, _ = run_fllm("verify", openagi, str(out))
     assert code == 0 and "valid plan" in stdout
 
 
 def test_named_inputs_and_tree_plans(tmp_path: Path, openagi: str) -> None:
-    code, stdout, err = fllm(
+    code, stdout, err = run_fllm(
         "plan",
         openagi,
         "Given English document and English query, answer in German?",
@@ -84,31 +75,31 @@ def test_named_inputs_and_tree_plans(tmp_path: Path, openagi: str) -> None:
 
 def test_same_seed_same_plan_and_every_format(openagi: str) -> None:
     base = ["plan", openagi, TASK, "--input", "image", "--output", "text", "--model", "random:3"]
-    first = fllm(*base, "-f", "text")
-    assert first[0] == 0 and first[1] == fllm(*base, "-f", "text")[1]
+    first = run_fllm(*base, "-f", "text")
+    assert first[0] == 0 and first[1] == run_fllm(*base, "-f", "text")[1]
     assert first[1].startswith("Step 1: ")
-    assert fllm(*base, "-f", "mermaid")[1].startswith("flowchart LR")
-    assert fllm(*base, "-f", "dot")[1].startswith("digraph plan {")
-    assert "word:" in fllm(*base, "-f", "yaml")[1]
-    rich = fllm(*base)
+    assert run_fllm(*base, "-f", "mermaid")[1].startswith("flowchart LR")
+    assert run_fllm(*base, "-f", "dot")[1].startswith("digraph plan {")
+    assert "word:" in run_fllm(*base, "-f", "yaml")[1]
+    rich = run_fllm(*base)
     assert "Execution order" in rich[1] and "LLM calls" in rich[1]
 
 
 def test_trace_then_replay_reproduces_the_run(tmp_path: Path, openagi: str) -> None:
     trace = tmp_path / "t.jsonl"
     base = ["plan", openagi, TASK, "--input", "image", "--output", "text", "-f", "json"]
-    code, stdout, _ = fllm(*base, "--model", "random:5", "--trace", str(trace))
+    code, stdout, _ = run_fllm(*base, "--model", "random:5", "--trace", str(trace))
     assert code == 0
     records = [json.loads(line) for line in trace.read_text().splitlines()]
     assert records and all(
         {"type", "kind", "prompt", "options", "reply", "choice", "usage", "latency"} <= r.keys()
         for r in records
     )
-    code, replayed, err = fllm(*base, "--model", f"replay:{trace}")
+    code, replayed, err = run_fllm(*base, "--model", f"replay:{trace}")
     assert code == 0, err
     assert json.loads(replayed)["word"] == json.loads(stdout)["word"]
     # A different task changes the prompts: replay must refuse and say where.
-    code, _, err = fllm(
+    code, _, err = run_fllm(
         "plan",
         openagi,
         "another task",
@@ -125,7 +116,7 @@ def test_trace_then_replay_reproduces_the_run(tmp_path: Path, openagi: str) -> N
 def test_scripted_file_model(tmp_path: Path, openagi: str) -> None:
     answers = tmp_path / "answers.txt"
     answers.write_text("Image Captioning\ninput image\n", encoding="utf-8")
-    code, stdout, err = fllm(
+    code, stdout, err = run_fllm(
         "plan",
         openagi,
         TASK,
@@ -146,7 +137,7 @@ def test_interface_is_asked_when_omitted(tmp_path: Path, openagi: str) -> None:
     answers = tmp_path / "answers.txt"
     # inputs: "an image and a text"; output: "a text"; then plan choices.
     answers.write_text("an image and a text\na text\n" + "1\n" * 30, encoding="utf-8")
-    code, stdout, err = fllm(
+    code, stdout, err = run_fllm(
         "plan",
         openagi,
         "Given an image and a question, answer it?",
@@ -193,17 +184,17 @@ def test_bad_input_is_one_line_without_traceback(tmp_path: Path, openagi: str) -
         ],
     ]
     for args in cases:
-        code, stdout, err = fllm(*args)
+        code, stdout, err = run_fllm(*args)
         assert code != 0, args
         assert "Traceback" not in err + stdout, args
         assert len(err.strip().splitlines()) == 1, (args, err)
-    assert "did you mean 'image'" in fllm(*cases[0])[2]
+    assert "did you mean 'image'" in run_fllm(*cases[0])[2]
 
 
 def test_existing_output_file_survives_a_failed_run(tmp_path: Path, openagi: str) -> None:
     out = tmp_path / "plan.json"
     out.write_text("precious", encoding="utf-8")
-    code, _, _ = fllm(
+    code, _, _ = run_fllm(
         "plan",
         openagi,
         "t",
@@ -222,18 +213,18 @@ def test_existing_output_file_survives_a_failed_run(tmp_path: Path, openagi: str
     assert out.read_text() == "precious"
 
 
-def test_help_for_every_command() -> None:
+def test_help_for_every_command(fllm_inproc: InProc) -> None:
     for command in ([], ["plan"], ["validate"], ["render-pda"], ["verify"]):
-        result = runner.invoke(app, [*command, "--help"])
-        assert result.exit_code == 0, command
-        assert "Usage" in result.output
+        result = fllm_inproc(*command, "--help")
+        assert result.code == 0, command
+        assert "Usage" in result.out + result.err
 
 
 def test_trace_is_kept_when_planning_fails(tmp_path: Path, openagi: str) -> None:
     trace = tmp_path / "t.jsonl"
     answers = tmp_path / "answers.txt"
     answers.write_text("Visual Question Answering\n", encoding="utf-8")  # then runs out
-    code, _, err = fllm(
+    code, _, err = run_fllm(
         "plan",
         openagi,
         TASK,
@@ -253,7 +244,7 @@ def test_trace_is_kept_when_planning_fails(tmp_path: Path, openagi: str) -> None
 
 def test_trace_has_no_duplicates(tmp_path: Path, openagi: str) -> None:
     trace = tmp_path / "t.jsonl"
-    code, stdout, _ = fllm(
+    code, stdout, _ = run_fllm(
         "plan",
         openagi,
         TASK,

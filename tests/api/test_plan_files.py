@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from fllm_cli import api
-from tests.conftest import ROOT, run_fllm
+from tests.conftest import ROOT, SPECS, run_fllm
 
-ANBN = str(ROOT / "tests" / "core" / "specs" / "anbn.yaml")
+ANBN = str(SPECS / "anbn.yaml")
 SHARP = """\
 fllm: 1
 name: compilers

@@ -3,30 +3,23 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import typer.main
 
 from fllm_cli.cli.app import app
-from tests.core.cli_helpers import Result, run_cli
+from tests.conftest import BROKEN, RENDERINGS, SPECS, InProc, run_fllm
 
-HERE = Path(__file__).resolve().parent
 OPENAGI = "domains/openagi.yaml"
 IMAGE_TO_TEXT = ["--input", "image", "--output", "text"]
 
 
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
-    """Return ``run(args, stdin=None)`` working in a temporary folder."""
+def cli(fllm_inproc: InProc, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> InProc:
+    """The in-process runner (``tests/conftest.py::fllm_inproc``) working in a temporary folder."""
     monkeypatch.chdir(tmp_path)
-
-    def run(args: list[str], stdin: str | None = None) -> Result:
-        return run_cli(capsys, monkeypatch, args, stdin)
-
-    return run
+    return fllm_inproc
 
 
 def write(name: str, text: str) -> str:
@@ -39,7 +32,7 @@ def write(name: str, text: str) -> str:
 
 def test_verify_valid_text_plan(cli) -> None:  # type: ignore[no-untyped-def]
     plan = write("plan.txt", "# Figure 3\nImage Captioning\n\nImage Denoising\ninput:image\n")
-    result = cli(["verify", OPENAGI, plan, *IMAGE_TO_TEXT])
+    result = cli("verify", OPENAGI, plan, *IMAGE_TO_TEXT)
     assert result.code == 0, result.err
     assert result.out.splitlines() == [
         "valid plan (3 symbols) for openagi.yaml",
@@ -53,7 +46,7 @@ def test_verify_valid_text_plan(cli) -> None:  # type: ignore[no-untyped-def]
 
 def test_verify_quiet(cli) -> None:  # type: ignore[no-untyped-def]
     plan = write("plan.txt", "Image Captioning\ninput:image\n")
-    result = cli(["verify", "-q", OPENAGI, plan, *IMAGE_TO_TEXT])
+    result = cli("verify", "-q", OPENAGI, plan, *IMAGE_TO_TEXT)
     assert result.code == 0 and result.out == ""
 
 
@@ -65,7 +58,7 @@ def test_verify_plan_json(cli) -> None:  # type: ignore[no-untyped-def]
         "task": "What is in the photo?",
     }
     plan = write("plan.json", json.dumps(doc))
-    result = cli(["verify", OPENAGI, plan])
+    result = cli("verify", OPENAGI, plan)
     assert result.code == 0, result.err
     assert (
         "Step 1: Visual Question Answering on the input photo (image) "
@@ -74,7 +67,7 @@ def test_verify_plan_json(cli) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_verify_stdin(cli) -> None:  # type: ignore[no-untyped-def]
-    result = cli(["verify", OPENAGI, "-", *IMAGE_TO_TEXT], stdin="Object Detection\ninput:image\n")
+    result = cli("verify", OPENAGI, "-", *IMAGE_TO_TEXT, stdin="Object Detection\ninput:image\n")
     assert result.code == 0, result.err
     assert "valid plan (2 symbols)" in result.out
 
@@ -82,14 +75,14 @@ def test_verify_stdin(cli) -> None:  # type: ignore[no-untyped-def]
 def test_verify_named_input(cli) -> None:  # type: ignore[no-untyped-def]
     plan = write("vqa.txt", "Visual Question Answering\ninput:image\ninput:query\n")
     args = ["verify", OPENAGI, plan, "-i", "image", "-i", "query=text", "--output", "text"]
-    result = cli(args)
+    result = cli(*args)
     assert result.code == 0, result.err
     assert "the input image and the input query (text) → text" in result.out
 
 
 def test_verify_default_names_for_repeated_modalities(cli) -> None:  # type: ignore[no-untyped-def]
     plan = write("qa.txt", "Question Answering\ninput:text\ninput:text_2\n")
-    result = cli(["verify", OPENAGI, plan, "-i", "text", "-i", "text", "--output", "text"])
+    result = cli("verify", OPENAGI, plan, "-i", "text", "-i", "text", "--output", "text")
     assert result.code == 0, result.err
     assert "Question Answering on the input text and the input text_2 (text) → text" in result.out
 
@@ -132,7 +125,7 @@ def test_verify_default_names_for_repeated_modalities(cli) -> None:  # type: ign
 def test_verify_invalid_plans(cli, lines: list[str], where: str, reason: str) -> None:  # type: ignore[no-untyped-def]
     plan = write("bad.txt", "# a comment line shifts the file lines\n" + "\n".join(lines) + "\n")
     line, col = where.split(":")
-    result = cli(["verify", OPENAGI, plan, *IMAGE_TO_TEXT])
+    result = cli("verify", OPENAGI, plan, *IMAGE_TO_TEXT)
     assert result.code == 1
     assert result.out == ""
     assert result.err.strip() == f"invalid plan: bad.txt:{int(line) + 1}:{col}: {reason}"
@@ -140,7 +133,7 @@ def test_verify_invalid_plans(cli, lines: list[str], where: str, reason: str) ->
 
 def test_verify_bare_input_needs_a_tool(cli) -> None:  # type: ignore[no-untyped-def]
     plan = write("bare.txt", "input:image\n")
-    result = cli(["verify", OPENAGI, plan, "--input", "image", "--output", "image"])
+    result = cli("verify", OPENAGI, plan, "--input", "image", "--output", "image")
     assert result.code == 1
     assert result.err.strip() == (
         "invalid plan: bare.txt:1:1: a plan must contain at least one tool step"
@@ -154,7 +147,7 @@ def test_verify_invalid_json_plan_names_word_position(cli) -> None:  # type: ign
         "output": "text",
     }
     plan = write("plan.json", json.dumps(doc))
-    result = cli(["verify", OPENAGI, plan])
+    result = cli("verify", OPENAGI, plan)
     assert result.code == 1
     assert result.err.strip() == (
         "invalid plan: plan.json: word position 3: "
@@ -175,7 +168,7 @@ def test_verify_invalid_json_plan_names_word_position(cli) -> None:  # type: ign
 )
 def test_verify_malformed_plan(cli, text: str, message: str) -> None:  # type: ignore[no-untyped-def]
     plan = write("bad.json", text)
-    result = cli(["verify", OPENAGI, plan, *IMAGE_TO_TEXT])
+    result = cli("verify", OPENAGI, plan, *IMAGE_TO_TEXT)
     assert result.code == 1
     assert result.err.strip() == message
     assert len(result.err.strip().splitlines()) == 1
@@ -183,36 +176,36 @@ def test_verify_malformed_plan(cli, text: str, message: str) -> None:  # type: i
 
 def test_verify_unknown_modality(cli) -> None:  # type: ignore[no-untyped-def]
     plan = write("plan.txt", "Image Captioning\ninput:image\n")
-    result = cli(["verify", OPENAGI, plan, "--input", "imgae", "--output", "text"])
+    result = cli("verify", OPENAGI, plan, "--input", "imgae", "--output", "text")
     assert result.code == 2
     assert result.err.strip() == "error: unknown modality 'imgae' (did you mean 'image'?)"
 
 
 def test_verify_missing_plan_file(cli) -> None:  # type: ignore[no-untyped-def]
-    result = cli(["verify", OPENAGI, "nope.txt", *IMAGE_TO_TEXT])
+    result = cli("verify", OPENAGI, "nope.txt", *IMAGE_TO_TEXT)
     assert result.code == 2
     assert result.err.strip() == "error: no such file: 'nope.txt'"
 
 
 def test_verify_broken_spec_is_one_line(cli) -> None:  # type: ignore[no-untyped-def]
     plan = write("plan.txt", "a\nb\n")
-    spec = str(HERE / "broken" / "undefined_symbol.yaml")
-    result = cli(["verify", spec, plan])
+    spec = str(BROKEN / "undefined_symbol.yaml")
+    result = cli("verify", spec, plan)
     assert result.code == 1
     assert len(result.err.strip().splitlines()) == 1
     assert "undefined symbol 'bb'" in result.err
 
 
 def test_verify_grammar_domain(cli) -> None:  # type: ignore[no-untyped-def]
-    spec = str(HERE / "specs" / "anbn.yaml")
-    good = cli(["verify", spec, write("ok.txt", "a\na\nb\nb\n")])
+    spec = str(SPECS / "anbn.yaml")
+    good = cli("verify", spec, write("ok.txt", "a\na\nb\nb\n"))
     assert good.code == 0, good.err
-    bad = cli(["verify", spec, write("bad.txt", "a\nb\nb\n")])
+    bad = cli("verify", spec, write("bad.txt", "a\nb\nb\n"))
     assert bad.code == 1
     assert (
         bad.err.strip() == "invalid plan: bad.txt:3:1: 'b' comes after the plan is already complete"
     )
-    flags = cli(["verify", spec, "ok.txt", "--input", "image"])
+    flags = cli("verify", spec, "ok.txt", "--input", "image")
     assert flags.code == 2
     assert "is a grammar domain: --input/--output do not apply" in flags.err
 
@@ -222,17 +215,17 @@ def test_verify_grammar_domain(cli) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(("fmt", "suffix"), [("dot", "dot"), ("mermaid", "mmd"), ("json", "json")])
 def test_render_pda_formats_match_golden(cli, fmt: str, suffix: str) -> None:  # type: ignore[no-untyped-def]
-    result = cli(["render-pda", OPENAGI, *IMAGE_TO_TEXT, "--format", fmt])
+    result = cli("render-pda", OPENAGI, *IMAGE_TO_TEXT, "--format", fmt)
     assert result.code == 0, result.err
-    golden = (HERE / "golden" / f"openagi_image_text.{suffix}").read_text(encoding="utf-8")
+    golden = (RENDERINGS / f"openagi_image_text.{suffix}").read_text(encoding="utf-8")
     assert result.out == golden
-    spec = str(HERE / "specs" / "anbn.yaml")
-    eq2 = cli(["render-pda", spec, "-f", fmt])
-    assert eq2.out == (HERE / "golden" / f"anbn.{suffix}").read_text(encoding="utf-8")
+    spec = str(SPECS / "anbn.yaml")
+    eq2 = cli("render-pda", spec, "-f", fmt)
+    assert eq2.out == (RENDERINGS / f"anbn.{suffix}").read_text(encoding="utf-8")
 
 
 def test_render_pda_table(cli) -> None:  # type: ignore[no-untyped-def]
-    result = cli(["render-pda", OPENAGI, *IMAGE_TO_TEXT])
+    result = cli("render-pda", OPENAGI, *IMAGE_TO_TEXT)
     assert result.code == 0, result.err
     assert "PDA of openagi" in result.out
     for label in ["(ε, Z; text Z)", "(Image Captioning, text; image)", "(input:image, image; ε)"]:
@@ -241,7 +234,7 @@ def test_render_pda_table(cli) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_render_pda_default_task_uses_generic_start(cli) -> None:  # type: ignore[no-untyped-def]
-    result = cli(["render-pda", OPENAGI, "-f", "json"])
+    result = cli("render-pda", OPENAGI, "-f", "json")
     assert result.code == 0, result.err
     labels = [t["label"] for t in json.loads(result.out)["transitions"]]
     assert labels[0] == "(ε, Z; S Z)"
@@ -255,13 +248,13 @@ def test_render_pda_default_task_uses_generic_start(cli) -> None:  # type: ignor
 
 
 def test_render_pda_bad_format(cli) -> None:  # type: ignore[no-untyped-def]
-    result = cli(["render-pda", OPENAGI, "-f", "svg"])
+    result = cli("render-pda", OPENAGI, "-f", "svg")
     assert result.code == 2
     assert result.err.strip() == "error: unknown --format 'svg' (choose rich, dot, mermaid, json)"
 
 
 def test_render_pda_unknown_output_modality(cli) -> None:  # type: ignore[no-untyped-def]
-    result = cli(["render-pda", OPENAGI, "--input", "image", "--output", "txt"])
+    result = cli("render-pda", OPENAGI, "--input", "image", "--output", "txt")
     assert result.code == 2
     assert result.err.strip() == "error: unknown output modality 'txt' (did you mean 'text'?)"
 
@@ -270,18 +263,12 @@ def test_render_pda_unknown_output_modality(cli) -> None:  # type: ignore[no-unt
 
 
 def test_module_help() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "fllm_cli", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0
-    assert "Usage" in proc.stdout
+    code, out, err = run_fllm("--help", timeout=60)
+    assert code == 0
+    assert "Usage" in out
     for name in ("validate", "render-pda", "verify"):
-        assert name in proc.stdout
-    assert "Traceback" not in proc.stderr
+        assert name in out
+    assert "Traceback" not in err
 
 
 def subcommands() -> list[str]:
@@ -291,6 +278,6 @@ def subcommands() -> list[str]:
 
 @pytest.mark.parametrize("name", subcommands())
 def test_subcommand_help(cli, name: str) -> None:  # type: ignore[no-untyped-def]
-    result = cli([name, "--help"])
+    result = cli(name, "--help")
     assert result.code == 0
     assert "Usage" in result.out

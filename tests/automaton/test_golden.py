@@ -10,10 +10,8 @@ import pytest
 from fllm_cli import api
 from fllm_cli.automaton import render
 from fllm_cli.automaton.pda import PDA
-
-HERE = Path(__file__).resolve().parent
-GOLDEN = HERE / "golden"
-ROOT = HERE.parents[1]
+from tests.conftest import RENDERINGS as GOLDEN
+from tests.conftest import ROOT, SPECS
 
 FORMATS: dict[str, Callable[[PDA], str]] = {
     "table.txt": render.to_plain_table,
@@ -25,7 +23,7 @@ FORMATS: dict[str, Callable[[PDA], str]] = {
 
 def eq2() -> PDA:
     """The paper's Eq. 2, S → ε | a S b."""
-    return api.compile_problem(str(HERE / "specs" / "anbn.yaml")).pda
+    return api.compile_problem(str(SPECS / "anbn.yaml")).pda
 
 
 def figure3() -> PDA:

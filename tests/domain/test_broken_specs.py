@@ -1,17 +1,15 @@
-"""Each broken spec in ``broken/`` yields exactly the diagnostics listed in its ``.expected``."""
+"""Each spec in ``tests/data/broken/`` yields exactly the diagnostics in its ``.expected``."""
 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.core.cli_helpers import run_cli
+from tests.conftest import BROKEN, InProc, run_fllm
+from tests.conftest import SPECS as VALID
 
-BROKEN = Path(__file__).resolve().parent / "broken"
 SPECS = sorted(p.name for p in BROKEN.glob("*.yaml"))
 DIAGNOSTIC = re.compile(r"^\S.*?: (error|warning): ")
 
@@ -28,11 +26,11 @@ def test_there_are_enough_broken_specs() -> None:
 
 @pytest.mark.parametrize("name", SPECS)
 def test_broken_spec_diagnostics(
-    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    name: str, fllm_inproc: InProc, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(BROKEN)
     expected = (BROKEN / name).with_suffix(".expected").read_text(encoding="utf-8").splitlines()
-    result = run_cli(capsys, monkeypatch, ["validate", name])
+    result = fllm_inproc("validate", name)
     assert diagnostic_lines(result.out) == expected
     has_error = any(": error: " in line for line in expected)
     assert result.code == (1 if has_error else 0)
@@ -45,41 +43,33 @@ def test_broken_spec_diagnostics(
         assert lines[first + 2].strip() == "^"
 
 
-def test_all_broken_specs_at_once_never_crash() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "fllm_cli", "validate", *SPECS],
-        cwd=BROKEN,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 1
-    assert "Traceback" not in proc.stdout + proc.stderr
+def test_all_broken_specs_at_once_never_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(BROKEN)
+    code, out, err = run_fllm("validate", *SPECS, timeout=120)
+    assert code == 1
+    assert "Traceback" not in out + err
     expected = []
     for name in SPECS:
         expected += (BROKEN / name).with_suffix(".expected").read_text().splitlines()
-    assert diagnostic_lines(proc.stdout) == expected
+    assert diagnostic_lines(out) == expected
 
 
-def test_valid_specs_validate_cleanly(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    anbn = str(Path(__file__).resolve().parent / "specs" / "anbn.yaml")
-    result = run_cli(capsys, monkeypatch, ["validate", "domains/openagi.yaml", anbn])
+def test_valid_specs_validate_cleanly(fllm_inproc: InProc) -> None:
+    anbn = str(VALID / "anbn.yaml")
+    result = fllm_inproc("validate", "domains/openagi.yaml", anbn)
     assert result.code == 0
     assert diagnostic_lines(result.out) == []
     assert "domains/openagi.yaml: ok — tool domain 'openagi': 15 tools, 2 modalities" in result.out
     assert "grammar domain 'anbn': 2 productions, 2 terminals" in result.out
-    quiet = run_cli(capsys, monkeypatch, ["validate", "-q", anbn])
+    quiet = fllm_inproc("validate", "-q", anbn)
     assert quiet.code == 0 and quiet.out == ""
 
 
 def test_missing_spec_file(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    fllm_inproc: InProc, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    result = run_cli(capsys, monkeypatch, ["validate", "nope.yaml"])
+    result = fllm_inproc("validate", "nope.yaml")
     # A file that cannot be read is a misuse of the command, not an invalid spec.
     assert result.code == 2
     assert result.err.strip() == "error: no such spec file: 'nope.yaml'"
