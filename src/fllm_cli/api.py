@@ -61,8 +61,14 @@ Problem = Compiled
 
 
 def load_domain(spec: str | Path | Domain) -> Domain:
-    """Read a domain file and run every check of its kind; raise SpecError on any error."""
-    domain = spec if isinstance(spec, Domain) else parse_domain(spec)
+    """Read a domain file and run every check of its kind; raise SpecError on any error.
+
+    A ``Domain`` is returned as it is: it was checked when it was loaded, and the checks (which
+    run look-ahead queries) are too costly to repeat at every call that accepts either.
+    """
+    if isinstance(spec, Domain):
+        return spec
+    domain = parse_domain(spec)
     diagnostics = check_domain(domain)
     if any(d.severity == "error" for d in diagnostics):
         raise SpecError(diagnostics)

@@ -50,12 +50,18 @@ EPSILON = {"ε", "eps", "epsilon"}
 MAX_SET_ELEMENTS = 200
 
 
-def read_domain(path: str | Path) -> tuple[Domain | None, list[Diagnostic]]:
-    """Parse and check a domain file; return the domain (None if unusable) and diagnostics."""
+def read_domain(
+    path: str | Path, text: str | None = None
+) -> tuple[Domain | None, list[Diagnostic]]:
+    """Parse and check a domain file; return the domain (None if unusable) and diagnostics.
+
+    ``text`` is the file's content when the caller has read it already.
+    """
     resolved = resolve_spec_path(path)
     shown = str(path)
     try:
-        text = resolved.read_text(encoding="utf-8")
+        if text is None:
+            text = resolved.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None, [Diagnostic("error", "no such file", Location(shown))]
     except IsADirectoryError:
@@ -80,8 +86,8 @@ def load_domain(path: str | Path) -> Domain:
     ``fllm_cli.kinds.check_domain`` (``fllm_cli.api.load_domain`` runs both).
     """
     # A file that cannot be read at all is a misuse of the command (exit 2), not a bad spec.
-    read_text(resolve_spec_path(path), "domain file")
-    domain, diags = read_domain(path)
+    text = read_text(resolve_spec_path(path), "domain file")
+    domain, diags = read_domain(path, text)
     if domain is None or any(d.severity == "error" for d in diags):
         raise SpecError(diags)
     return domain
