@@ -108,10 +108,7 @@ class AutomatonKind(Kind):
         variables: dict[str, str],
     ) -> AutomatonCompiled:
         """Build the automaton; it takes no task interface."""
-        if inputs or output:
-            raise UsageError(
-                f"'{domain.name}' is an automaton domain: --input/--output do not apply"
-            )
+        self.refuse_interface(domain, inputs, output)
         if domain.automaton is None:
             raise UsageError(f"'{domain.name}' declares no automaton")
         return AutomatonCompiled(domain, task, pda_from_spec(domain.automaton), variables)

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from fllm_cli.automaton.pda import PDA, Config
 from fllm_cli.diagnostics import Diagnostic
 from fllm_cli.domain.model import Domain, Task
+from fllm_cli.errors import UsageError
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.verify import Verdict
 
@@ -85,6 +86,17 @@ class Kind(ABC):
         variables: dict[str, str],
     ) -> Compiled:
         """Compile the domain for one task."""
+
+    def refuse_interface(self, domain: Domain, inputs: list[str], output: str | None) -> None:
+        """Raise a usage error when a kind without a task interface is given one."""
+        if inputs or output:
+            raise UsageError(
+                f"'{domain.name}' is {self.name_with_article} domain: --input/--output do not apply"
+            )
+
+    @property
+    def name_with_article(self) -> str:
+        return f"{'an' if self.name[0] in 'aeiou' else 'a'} {self.name}"
 
     def overview(self, domain: Domain, variables: dict[str, str]) -> PDA:
         """Return the automaton to show when no task is given (``fllm render-pda``)."""

@@ -9,7 +9,6 @@ from fllm_cli.automaton.pda import pda_from_grammar
 from fllm_cli.diagnostics import Diagnostic, Severity
 from fllm_cli.domain.check import check_grammar_structure, check_templates
 from fllm_cli.domain.model import Domain, Task
-from fllm_cli.errors import UsageError
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.grammar.compile import explicit_grammar, set_links
 from fllm_cli.kinds.base import Kind
@@ -63,8 +62,7 @@ class GrammarKind(Kind):
         variables: dict[str, str],
     ) -> GrammarDomainCompiled:
         """Compile the explicit grammar; a grammar domain takes no task interface."""
-        if inputs or output:
-            raise UsageError(f"'{domain.name}' is a grammar domain: --input/--output do not apply")
+        self.refuse_interface(domain, inputs, output)
         return GrammarDomainCompiled(
             domain, Task(task, (), ""), explicit_grammar(domain), variables
         )
