@@ -19,7 +19,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "fllm_cli"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("diagnostics", "resources", "__init__"),
     ("errors",),
-    ("textio", "prompts", "llm", "sexp"),
+    ("textio",),
+    ("prompts", "llm", "sexp"),
     ("domain", "travel"),
     ("grammar",),
     ("automaton",),

@@ -10,12 +10,12 @@ recording is an error naming the trace line and the first difference.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from fllm_cli.errors import TraceMismatch, UsageError
 from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, GenerateRequest, Generation, Model
 from fllm_cli.llm.options import ModelOptions
+from fllm_cli.textio import read_text
 
 
 class ReplayModel(Model):
@@ -34,10 +34,7 @@ class ReplayModel(Model):
     def from_file(cls, path: str) -> ReplayModel:
         """Read a JSONL trace."""
         records = []
-        try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise UsageError(f"cannot read trace '{path}': {exc.strerror}") from exc
+        lines = read_text(path, "trace").splitlines()
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue

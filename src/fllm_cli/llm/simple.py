@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any, Union
 
 from fllm_cli.errors import BackendError, UsageError
@@ -18,6 +17,7 @@ from fllm_cli.llm.base import (
     TextModel,
 )
 from fllm_cli.llm.options import ModelOptions
+from fllm_cli.textio import read_text
 
 
 class RandomModel(Model):
@@ -80,10 +80,7 @@ class ScriptedModel(TextModel):
     @classmethod
     def from_file(cls, path: str) -> ScriptedModel:
         """Read answers, one per line, from ``path`` (the ``scripted:FILE`` model)."""
-        try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise UsageError(f"cannot read scripted answers '{path}': {exc.strerror}") from exc
+        lines = read_text(path, "file of scripted answers").splitlines()
         return cls([line for line in lines if line.strip()], name=f"scripted:{path}")
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fllm_cli.errors import UsageError
 from fllm_cli.resources import data_dir
+from fllm_cli.textio import read_text
 
 DEFAULT_EXAMPLES = "react_examples.txt"
 
@@ -17,10 +17,7 @@ def read_examples(path: str | None, shots: int | None) -> str:
     file = Path(path)
     if not file.exists() and (data_dir("prompts") / file.name).exists():
         file = data_dir("prompts") / file.name
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read examples '{path}': {exc.strerror or exc}") from None
+    text = read_text(file, "examples file")
     blocks = [b.strip() for b in split_blocks(text) if b.strip()]
     if shots is not None:
         blocks = blocks[:shots]

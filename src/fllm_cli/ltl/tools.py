@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from importlib.metadata import entry_points
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from fllm_cli.errors import UsageError
 from fllm_cli.ltl.calculator import evaluate, format_number
+from fllm_cli.textio import read_text
 
 ENTRY_POINT_GROUP = "fllm.tools"
 
@@ -87,10 +87,7 @@ class Corpus:
     @classmethod
     def load(cls, path: str) -> Corpus:
         """Read the corpus; bad lines are a UsageError naming the line."""
-        try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise UsageError(f"cannot read corpus '{path}': {exc.strerror or exc}") from None
+        lines = read_text(path, "corpus").splitlines()
         pages: dict[str, str] = {}
         for number, line in enumerate(lines, 1):
             if not line.strip():

@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from fllm_cli.errors import BudgetExceeded, FllmError, TimeBudgetExceeded, UsageError
 from fllm_cli.llm.base import Model
 from fllm_cli.solve.pipeline import Session, Settings, solve
 from fllm_cli.solve.problem import Problem
+from fllm_cli.textio import read_text
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,7 @@ class Item:
 
 def load_bench(path: str) -> list[Item]:
     """Read an OptiGuide JSON or PlanBench JSONL benchmark."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read benchmark '{path}': {exc.strerror}") from exc
+    text = read_text(path, "benchmark file")
     if path.endswith(".jsonl"):
         items: list[Item] = []
         for number, line in enumerate(text.splitlines(), 1):

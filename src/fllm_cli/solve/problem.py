@@ -15,7 +15,7 @@ from typing import Any
 
 from fllm_cli.diagnostics import Diagnostic, Location
 from fllm_cli.domain.yamlloc import Node, Reader, load
-from fllm_cli.errors import FllmError, SpecError
+from fllm_cli.errors import FllmError, SpecError, UsageError
 from fllm_cli.solve.pddl import Atom, Domain, Task, parse_domain, parse_problem
 from fllm_cli.textio import read_text
 
@@ -160,11 +160,9 @@ def load_problem(path: str | Path) -> Problem:
 
 def _load(path: str) -> tuple[Problem | None, list[Diagnostic]]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None, [Diagnostic("error", "no such problem file", Location(path))]
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Diagnostic("error", f"cannot read problem file: {exc}", Location(path))]
+        text = read_text(path, "problem file")
+    except UsageError as exc:
+        return None, [Diagnostic("error", exc.message, Location(path))]
     root, diagnostics = load(text, path)
     if root is None:
         return None, diagnostics
@@ -228,9 +226,9 @@ def _helpers(r: Reader, node: Node | None, path: str) -> str:
         return ""
     file = Path(path).parent / rel
     try:
-        code = file.read_text(encoding="utf-8")
-    except OSError:
-        r.error(f"helpers file '{rel}' not found (looked in {file.parent})", node.loc)
+        code = read_text(file, "helpers file")
+    except UsageError as exc:
+        r.error(f"helpers file '{rel}': {exc.message} (looked in {file.parent})", node.loc)
         return ""
     try:
         compile(code, str(file), "exec")
@@ -277,10 +275,10 @@ def _multi_step(r: Reader, body: Node, path: str, base: dict[str, Any]) -> Probl
     if rel and dom_node is not None:
         file = Path(path).parent / rel
         try:
-            text = file.read_text(encoding="utf-8")
+            text = read_text(file, "domain file")
             domain = parse_domain(text)
-        except OSError:
-            r.error(f"domain file '{rel}' not found", dom_node.loc)
+        except UsageError as exc:
+            r.error(f"domain file '{rel}': {exc.message}", dom_node.loc)
         except FllmError as exc:
             r.error(f"domain file '{rel}': {exc.message}", dom_node.loc)
     inst = r.mapping(Reader.get(body, "instance"), "instance", {"goal_marker", "init", "goal"})
