@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("automaton",),
     ("plan",),
     ("search", "verify"),
+    ("databound",),
     ("kinds",),
     ("ltl", "solve"),
     ("api",),

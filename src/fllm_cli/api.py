@@ -176,8 +176,13 @@ def plan_task(
     options: ModelOptions | None = None,
     on_event: Event | None = None,
     trace: list[dict[str, Any]] | None = None,
+    data: Any = None,
+    request: dict[str, Any] | None = None,
 ) -> PlanResult:
     """Plan a task from its text: ask the model for the interface when none is given, then plan.
+
+    A data-bound domain takes the task's ``data`` (the parsed ``--data`` JSON); ``request``
+    gives the request's values instead of reading them from the text (``--constraints``).
 
     The interface question (what the task provides and produces) is asked only of kinds that
     have one, among the interfaces for which a plan exists; its calls count in the plan's stats.
@@ -185,6 +190,9 @@ def plan_task(
     domain = load_domain(spec)
     backend = model if isinstance(model, Model) else make_model(model, options)
     records: list[dict[str, Any]] = [] if trace is None else trace
+    kind = kind_of(domain)
+    if kind.takes_data or data is not None:
+        return _plan_data(domain, task, backend, data, request, budgets, on_event, records)
     inputs = list(inputs or [])
     asked: list[Any] = []
     if kind_of(domain).has_interface:
@@ -201,6 +209,55 @@ def plan_task(
     stats["choice_points"] += len(asked)
     stats["fallbacks"] += sum(r.fallback for r in asked)
     return result
+
+
+def _plan_data(
+    domain: Domain,
+    task: str,
+    backend: Model,
+    data: Any,
+    request: dict[str, Any] | None,
+    budgets: Budgets | None,
+    on_event: Event | None,
+    records: list[dict[str, Any]],
+) -> PlanResult:
+    kind = kind_of(domain)
+    if not kind.takes_data:
+        raise UsageError(f"--data applies to data domains (kind: data); '{domain.name}' is not one")
+    if data is None:
+        raise UsageError(f"'{domain.name}' is a data domain: give the task's data with --data FILE")
+    doc, stats = kind.plan_data(  # type: ignore[attr-defined]
+        domain,
+        task,
+        data,
+        backend,
+        given=request,
+        budgets=budgets,
+        on_event=on_event,
+        records=records,
+    )
+    return PlanResult(doc, None, stats, records)
+
+
+def verify_data(
+    spec: str | Domain, plan: Any, data: Any, request: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Check a data-bound plan (day dicts, or an fllm plan document) against the task's data.
+
+    The request comes from ``request``, else from the plan document's own ``request``.
+    """
+    domain = load_domain(spec)
+    kind = kind_of(domain)
+    if not kind.takes_data:
+        raise UsageError(f"--data applies to data domains (kind: data); '{domain.name}' is not one")
+    given = request
+    if given is None and isinstance(plan, dict) and isinstance(plan.get("request"), dict):
+        given = plan["request"]
+    if given is None:
+        raise UsageError(
+            "give the request's values with --constraints FILE (or a plan JSON made by fllm)"
+        )
+    return kind.check_data_plan(domain, plan, data, given)  # type: ignore[attr-defined,no-any-return]
 
 
 # In a text plan "#" starts a comment at the start of a line or after a space, so a tool may

@@ -82,6 +82,13 @@ def write_atomic(path: str | Path, text: str) -> None:
         raise UsageError(f"cannot write '{path}': {exc.strerror}") from exc
 
 
+def read_json_arg(path: str) -> Any:
+    """Read a JSON file named on the command line (``-`` is stdin); errors are one line."""
+    from fllm_cli.textio import load_json
+
+    return load_json(read_text_arg(path), "<stdin>" if path == "-" else path)
+
+
 def read_text_arg(path: str) -> str:
     """Read a file argument, ``-`` meaning standard input."""
     if path == "-":

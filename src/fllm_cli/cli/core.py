@@ -18,6 +18,7 @@ from fllm_cli.automaton import render as pda_render
 from fllm_cli.cli import views
 from fllm_cli.cli.common import (
     plain_text,
+    read_json_arg,
     read_text_arg,
     stderr_console,
     stdout_console,
@@ -27,9 +28,10 @@ from fllm_cli.cli.options import OutOpt, check_format, format_option
 from fllm_cli.cli.safe import plain, safe_json
 from fllm_cli.diagnostics import Diagnostic, sort_key
 from fllm_cli.domain.variables import parse_var_options
+from fllm_cli.errors import UsageError
 from fllm_cli.plan.model import Derivation, TreeNode
 from fllm_cli.resources import resolve_spec_path
-from fllm_cli.textio import read_text
+from fllm_cli.textio import load_json, read_text
 
 INPUT_HELP = (
     "A task input: MODALITY or NAME=MODALITY (repeatable), e.g. --input image --input query=text."
@@ -248,6 +250,15 @@ def verify(
     var: list[str] = typer.Option(
         [], "--var", help="A scenario variable: NAME=VALUE. Default: from a plan JSON."
     ),
+    data_file: str | None = typer.Option(
+        None, "--data", metavar="FILE", help="The task's data (JSON), for data domains."
+    ),
+    constraints_file: str | None = typer.Option(
+        None,
+        "--constraints",
+        metavar="FILE",
+        help="The request's values (JSON). Default: from an fllm plan JSON.",
+    ),
 ) -> None:
     """Decide whether a plan satisfies a domain's grammar and limits.
 
@@ -257,6 +268,8 @@ def verify(
     fmt = check_format(fmt, VERIFY_FORMATS)
     text = read_text_arg(plan_file)
     shown = "<stdin>" if plan_file == "-" else plan_file
+    if data_file is not None or constraints_file is not None:
+        _verify_data(spec, text, shown, data_file, constraints_file, quiet, fmt, out_file)
     word, doc = api.read_plan_file(text, shown)
     if doc is not None:
         if not inputs and isinstance(doc.get("inputs"), dict):
@@ -292,6 +305,49 @@ def verify(
     if not quiet:
         _print_verdict(report, fmt, verdict, spec)
     raise typer.Exit(0 if verdict.valid else 1)
+
+
+def _verify_data(
+    spec: str,
+    text: str,
+    shown: str,
+    data_file: str | None,
+    constraints_file: str | None,
+    quiet: bool,
+    fmt: str,
+    out_file: str | None,
+) -> None:
+    """Check a data-bound plan and name every rule it breaks (day and slot); exit 0 or 1."""
+    if data_file is None:
+        raise UsageError("give the task's data with --data FILE")
+    plan = load_json(text, shown)
+    data = read_json_arg(data_file)
+    given = read_json_arg(constraints_file) if constraints_file else None
+    report = api.verify_data(spec, plan, data, given)
+    if out_file:
+        write_atomic(out_file, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    if not quiet:
+        if fmt == "json":
+            sys.stdout.write(safe_json(json.dumps(report, indent=2, ensure_ascii=False) + "\n"))
+        elif report["valid"]:
+            stdout_console().print(
+                Text.assemble(
+                    ("valid plan", "green"),
+                    f" ({report['days']} days, total cost ${report['total_cost']:,.2f}) for ",
+                    plain(Path(spec).name),
+                )
+            )
+        else:
+            err = stderr_console()
+            err.print(
+                Text.assemble(
+                    ("invalid plan: ", "bold red"),
+                    plain(f"{shown}: {len(report['violations'])} rule(s) broken"),
+                )
+            )
+            for line in report["violations"]:
+                err.print(plain("  " + line))
+    raise typer.Exit(0 if report["valid"] else 1)
 
 
 def _failure_place(verdict: Any, text: str, shown: str, doc: dict[str, Any] | None) -> str:

@@ -8,10 +8,11 @@ from typing import Any
 
 import typer
 import yaml
+from rich.table import Table
 from rich.text import Text
 
 from fllm_cli import api
-from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
+from fllm_cli.cli.common import read_json_arg, stderr_console, stdout_console, write_atomic
 from fllm_cli.cli.core import INPUT_HELP, OUTPUT_HELP, _rich_tree
 from fllm_cli.cli.options import (
     DEFAULT_RETRIES,
@@ -35,7 +36,7 @@ from fllm_cli.cli.options import (
 from fllm_cli.cli.progress import LiveStatus
 from fllm_cli.cli.safe import plain, safe, safe_json
 from fllm_cli.domain.variables import parse_var_options
-from fllm_cli.errors import FllmError
+from fllm_cli.errors import FllmError, UsageError
 from fllm_cli.llm.registry import make_model, resolve_model_name
 from fllm_cli.plan.document import step_lines
 from fllm_cli.plan.export import EXPORTERS, FORMATS
@@ -111,6 +112,15 @@ def plan(
     max_seconds: MaxSecondsOpt = None,
     quiet: QuietOpt = False,
     var: list[str] = typer.Option([], "--var", help=VAR_HELP),
+    data_file: str | None = typer.Option(
+        None, "--data", metavar="FILE", help="The task's data (JSON), for data domains."
+    ),
+    constraints_file: str | None = typer.Option(
+        None,
+        "--constraints",
+        metavar="FILE",
+        help="The request's values (JSON) instead of reading them from the task text.",
+    ),
 ) -> None:
     """Make a model plan inside the domain's automaton; the plan is valid by construction.
 
@@ -118,7 +128,9 @@ def plan(
     progress so far and the numbered feasible choices; moves that lead to dead ends are never
     offered, and a single feasible move is taken without asking.
     """
-    fmt = check_format(fmt, FORMATS)
+    fmt = check_format(fmt, FORMATS + DATA_FORMATS)
+    data = read_json_arg(data_file) if data_file else None
+    given = read_json_arg(constraints_file) if constraints_file else None
     moves = renamed(max_moves, max_steps, "--max-moves", "--max-steps", quiet)
     domain = api.load_domain(spec)
     variables = parse_var_options(var)
@@ -139,6 +151,8 @@ def plan(
                 options=options,
                 on_event=_on_event(status),
                 trace=trace,
+                data=data,
+                request=given,
             )
     except FllmError:
         if trace_file:
@@ -153,6 +167,9 @@ def plan(
         doc["stats"]["backend"] = info
     if trace_file:
         _write_trace(trace_file, trace)
+    if doc.get("kind") == "data" or fmt in DATA_FORMATS:
+        emit_data_plan(doc, fmt, out_file, quiet)
+        return
     _emit(doc, result, fmt, out_file, quiet)
 
 
@@ -198,6 +215,61 @@ def _terminal_export(doc: dict[str, Any], fmt: str) -> str:
     if fmt == "yaml":
         return text if safe(text) == text else yaml.safe_dump(doc, sort_keys=False, width=100)
     return safe(text)
+
+
+# -- data-bound plans ---------------------------------------------------------------------------
+
+# Plan formats of data domains: the day list alone, as the TravelPlanner benchmark scores it.
+DATA_FORMATS = ("travelplanner",)
+
+
+def emit_data_plan(doc: dict[str, Any], fmt: str, out_file: str | None, quiet: bool) -> None:
+    """Write or print a data-bound plan: rich (day by day, with costs), json or travelplanner."""
+    if doc.get("kind") != "data":
+        raise UsageError(f"--format {fmt} is for data domains (kind: data)")
+    if fmt not in ("rich", "json", *DATA_FORMATS):
+        raise UsageError(
+            f"--format {fmt} does not apply to a data-bound plan (use rich, json or travelplanner)"
+        )
+    body = doc["plan"] if fmt in DATA_FORMATS else doc
+    text = json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+    if out_file:
+        write_atomic(out_file, text)
+        if not quiet:
+            stderr_console().print(f"plan written to {out_file}", highlight=False)
+        if fmt != "rich":
+            return
+    if quiet:
+        return
+    if fmt != "rich":
+        sys.stdout.write(safe_json(text))
+        return
+    out = stdout_console()
+    out.print(Text.assemble(("Plan", "bold"), " for: ", plain(str(doc.get("task", "")))))
+    read = Table(title="What the request asks", show_header=False)
+    for name, value in doc.get("request", {}).items():
+        if value in (None, []):
+            continue
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        read.add_row(plain(name), plain(shown), plain(f"({doc.get('read_by', {}).get(name, '')})"))
+    out.print(read)
+    costs: dict[tuple[int, str], float] = {
+        (c["day"], c["slot"]): c["cost"] for c in doc.get("costs", [])
+    }
+    for day in doc["plan"]:
+        number = day.get("days")
+        table = Table(title=f"Day {number}: {day.get('current_city', '')}", show_header=False)
+        for key, value in day.items():
+            if key in ("days", "current_city") or value in ("-", None):
+                continue
+            cost = costs.get((number, key))
+            table.add_row(plain(key), plain(str(value)), plain(f"${cost:,.0f}" if cost else ""))
+        out.print(table)
+    budget = next((v for k, v in doc.get("request", {}).items() if k == "budget"), None)
+    total = doc.get("total_cost", 0.0)
+    line = f"Total cost ${total:,.0f}" + (f" of a ${budget:,.0f} budget" if budget else "")
+    out.print(Text(line, style="bold"))
+    out.print(plain(stats_line(doc["stats"]), style="dim"))
 
 
 def register(app: typer.Typer) -> None:

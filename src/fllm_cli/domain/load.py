@@ -37,6 +37,9 @@ TOP_KEYS = {
     "automaton",
     "vars",
 }
+# Sections of a data-bound domain; the data kind reads them (fllm_cli.databound.spec).
+DATA_KEYS = ("request", "tables", "trip", "slots", "constraints")
+TOP_KEYS |= set(DATA_KEYS)
 TOOL_KEYS = {"name", "description", "inputs", "output", "max_uses"}
 TASK_KEYS = {"inputs", "outputs", "max_inputs"}
 LIMIT_KEYS = {"max_uses", "max_plan_steps", "allow_empty_plan"}
@@ -45,7 +48,7 @@ SET_KEYS = {"elements", "phrase", "question", "step"}
 ALTERNATIVE_KEYS = {"rhs", "step"}
 SYMBOL_KEYS = {"phrase", "description", "max_uses"}
 MODALITY_KEYS = {"phrase", "description"}
-KINDS = ("tools", "grammar", "automaton")
+KINDS = ("tools", "grammar", "automaton", "data")
 EPSILON = {"ε", "eps", "epsilon"}
 MAX_SET_ELEMENTS = 200
 
@@ -118,7 +121,7 @@ def _domain(reader: Reader, root: Node, shown: str, resolved: Path) -> Domain | 
         kind = "grammar" if grammar is not None else "automaton" if automaton else "tools"
     if kind not in KINDS:
         reader.error(
-            f"kind must be 'tools', 'grammar' or 'automaton', "
+            f"kind must be 'tools', 'grammar', 'automaton' or 'data', "
             f"got '{kind}'{did_you_mean(kind, KINDS)}",
             kind_node.loc if kind_node else None,
         )
@@ -131,6 +134,9 @@ def _domain(reader: Reader, root: Node, shown: str, resolved: Path) -> Domain | 
         reader.error("a tool domain cannot also declare 'grammar'", get(top, "grammar").loc)  # type: ignore[union-attr]
     if kind == "grammar" and grammar is None:
         reader.error("a grammar domain needs a 'grammar' section", top.loc)
+    for key in DATA_KEYS:
+        if kind != "data" and get(top, key) is not None:
+            reader.error(f"'{key}' belongs to a data domain (kind: data)", get(top, key).loc)  # type: ignore[union-attr]
     if kind == "tools" and not tools and get(top, "tools") is None:
         reader.error("a tool domain needs a 'tools' list", top.loc)
     folder = str(resolved.parent)
@@ -150,6 +156,7 @@ def _domain(reader: Reader, root: Node, shown: str, resolved: Path) -> Domain | 
         prompt_dirs=(folder, str(Path(folder) / "prompts")),
         prompt_locs=prompt_locs,
         intro=intro,
+        sections={key: node for key in DATA_KEYS if (node := get(top, key)) is not None},
     )
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from fllm_cli.diagnostics import Location
 
-DomainKind = Literal["tools", "grammar", "automaton"]
+DomainKind = Literal["tools", "grammar", "automaton", "data"]
 
 
 @dataclass(frozen=True)
@@ -203,6 +203,8 @@ class Domain:
     prompt_dirs: tuple[str, ...] = ()
     prompt_locs: dict[str, Location] = field(default_factory=dict)
     intro: str = ""
+    # Located YAML nodes of the sections a kind reads itself (the data kind's 'request', ...).
+    sections: dict[str, Any] = field(default_factory=dict)
 
     def modality(self, name: str) -> Modality | None:
         """Return the modality called ``name``."""

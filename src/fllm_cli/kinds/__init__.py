@@ -11,12 +11,15 @@ from fllm_cli.domain.model import Domain
 from fllm_cli.errors import UsageError
 from fllm_cli.kinds.automaton import AutomatonKind
 from fllm_cli.kinds.base import Compiled, Kind
+from fllm_cli.kinds.data import DataKind
 from fllm_cli.kinds.grammar import GrammarKind
 from fllm_cli.kinds.tools import ToolKind
 
 __all__ = ["KINDS", "Compiled", "Kind", "check_domain", "kind_of"]
 
-KINDS: dict[str, Kind] = {kind.name: kind for kind in (ToolKind(), GrammarKind(), AutomatonKind())}
+KINDS: dict[str, Kind] = {
+    kind.name: kind for kind in (ToolKind(), GrammarKind(), AutomatonKind(), DataKind())
+}
 
 
 def kind_of(domain: Domain) -> Kind:

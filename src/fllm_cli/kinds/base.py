@@ -67,6 +67,8 @@ class Kind(ABC):
     # True when a task has an interface (named inputs, one output) and plans are tool calls on
     # them; the interface can then be asked of the model before planning.
     has_interface: ClassVar[bool] = False
+    # True when each task brings its own data (``--data``): plans are made by ``plan_data``.
+    takes_data: ClassVar[bool] = False
 
     @abstractmethod
     def check(self, domain: Domain) -> list[Diagnostic]:

@@ -1,0 +1,455 @@
+"""The constraint model of one data-bound task, in Z3, and the exact look-ahead built on it.
+
+Every decision of a plan is an integer variable: which stop comes next, how many nights at it,
+and for every slot which record of its table fills it (``-1`` for an empty optional slot). The
+domain's rules become Z3 constraints over these variables. The look-ahead offers a value only
+if the solver finds a complete plan with it, so the model never sees an option that dooms the
+plan; a task with no plan at all is explained from an unsat core before any planning choice.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from fllm_cli.databound.expr import ExprError
+from fllm_cli.databound.spec import Constraint, DataSpec, Slot
+from fllm_cli.databound.tables import Record
+from fllm_cli.errors import NoPlanError, UsageError
+
+NONE = -1
+CENTS = 100
+SOLVER_MS = 20_000
+
+
+def place_key(text: Any) -> str:
+    """Compare places without case, spacing or a trailing ``(State)``."""
+    value = str(text or "")
+    if value.endswith(")") and "(" in value:
+        value = value[: value.rindex("(")]
+    return " ".join(value.lower().split())
+
+
+@dataclass
+class Decision:
+    """One variable the planner fixes, in order; ``options`` are its candidate values."""
+
+    name: str  # e.g. "stop 1", "nights at stop 1", "day 2 lunch"
+    var: z3.ArithRef
+    options: list[int]
+    labels: dict[int, str]
+    slot: Slot | None = None
+    day: int | None = None
+    table_of: dict[int, tuple[str, Record]] = field(default_factory=dict)
+
+
+@dataclass
+class Leg:
+    index: int
+    var: z3.ArithRef
+    records: list[tuple[str, Record]]
+
+
+class TripModel:
+    """The Z3 model of a trip for one task: its variables, constraints and queries."""
+
+    def __init__(
+        self,
+        spec: DataSpec,
+        tables: dict[str, list[Record]],
+        request: dict[str, Any],
+    ) -> None:
+        self.spec = spec
+        self.tables = tables
+        self.request = request
+        self.days = self._days()
+        self.home = place_key(request.get(spec.trip.home))
+        if not self.home:
+            raise UsageError(f"the request gives no '{spec.trip.home}' (where the trip starts)")
+        self.stops = tables[spec.trip.stops_table]
+        count = spec.trip.stops_count
+        self.k = count if isinstance(count, int) else count.get(self.days, 0)
+        if not self.k:
+            shapes = ", ".join(str(d) for d in sorted(count)) if isinstance(count, dict) else ""
+            raise NoPlanError(f"this domain plans trips of {shapes} days, not {self.days}")
+        self.solver = z3.SolverFor("QF_LIA")
+        self.solver.set("timeout", SOLVER_MS)
+        self.tracked: dict[str, z3.BoolRef] = {}
+        self.groups: dict[str, list[z3.BoolRef]] = {}
+        self.costs: list[z3.ArithRef] = []
+        self.build()
+
+    # -- shape -------------------------------------------------------------------------------
+
+    def _days(self) -> int:
+        value = self.request.get(self.spec.trip.days)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 31:
+            raise UsageError(f"the request gives no usable '{self.spec.trip.days}' (1..31 days)")
+        return value
+
+    def _city_ids(self) -> dict[str, int]:
+        names = {self.home}
+        for records in self.tables.values():
+            for r in records:
+                for key in ("city", "origin", "dest", "name"):
+                    if isinstance(r[key], str):
+                        names.add(place_key(r[key]))
+        return {name: n for n, name in enumerate(sorted(names))}
+
+    def build(self) -> None:
+        _spec, days, k = self.spec, self.days, self.k
+        self.ids = self._city_ids()
+        self.city_name = {v: k2 for k2, v in self.ids.items()}
+        home = self.ids[self.home]
+        stops_city = [self.ids[place_key(r["name"])] for r in self.stops]
+        if len(stops_city) < k:
+            raise NoPlanError(
+                f"the data lists {len(stops_city)} place(s) to visit; the trip needs {k}"
+            )
+        self.stop = [z3.Int(f"stop_{j}") for j in range(k)]
+        add = self.solver.add
+        for s in self.stop:
+            add(s >= 0, s < len(stops_city))
+        add(z3.Distinct(*self.stop) if k > 1 else z3.BoolVal(True))
+        self.stop_city = [self._lookup(s, stops_city) for s in self.stop]
+        for c in self.stop_city:
+            add(c != home)
+        # nights[j]: nights at stop j; night d (1..days-1) is at stop p[d].
+        nights_total = days - 1
+        if nights_total < k:
+            raise NoPlanError(f"{days} days leave {nights_total} nights for {k} stops")
+        self.nights = [z3.Int(f"nights_{j}") for j in range(k)]
+        for n in self.nights:
+            add(n >= 1, n <= nights_total)
+        add(z3.Sum(*self.nights) == nights_total)
+        starts = [z3.IntVal(1)]
+        for j in range(1, k):
+            starts.append(starts[-1] + self.nights[j - 1])
+        self.starts = starts
+        # position of night d: the j with starts[j] <= d
+        self.pos = {
+            d: z3.Sum(*[z3.If(starts[j] <= d, 1, 0) for j in range(1, k)])
+            if k > 1
+            else z3.IntVal(0)
+            for d in range(1, days)
+        }
+        self.night_city = {
+            d: self._lookup(self.pos[d], [self.stop_city[j] for j in range(k)]) for d in self.pos
+        }
+        self.travel = {1: z3.BoolVal(True), days: z3.BoolVal(True)}
+        for d in range(2, days):
+            self.travel[d] = self.pos[d] != self.pos[d - 1]
+        self.day_from = {
+            d: (z3.IntVal(home) if d == 1 else self.night_city[d - 1]) for d in range(1, days + 1)
+        }
+        self.day_to = {
+            d: (z3.IntVal(home) if d == days else self.night_city[d]) for d in range(1, days + 1)
+        }
+        self._slots()
+        self._constraints()
+
+    def _lookup(self, index: z3.ArithRef, values: list[Any]) -> z3.ArithRef:
+        """Return ``values[index]`` as a Z3 term (values: ints or Z3 terms)."""
+        last = values[-1]
+        expr: z3.ArithRef = z3.IntVal(last) if isinstance(last, int) else last
+        for n in range(len(values) - 2, -1, -1):
+            expr = z3.If(index == n, values[n], expr)
+        return expr
+
+    # -- slots -------------------------------------------------------------------------------
+
+    def _allowed(self, slot: Slot, table: str) -> list[Record]:
+        """Records of ``table`` a slot may take, after the unary request rules (forbid/match)."""
+        records = list(self.tables[table])
+        for c in self.spec.constraints:
+            if slot.name not in c.slots or c.kind not in ("forbid", "match"):
+                continue
+            wanted = self.request.get(c.request)
+            if not wanted:
+                continue
+            if c.kind == "forbid":
+                bad = c.value.replace("{value}", str(wanted)).lower()
+                records = [r for r in records if bad not in _lower_values(r[c.column])]
+            else:
+                allowed = {v.lower() for v in c.values.get(str(wanted), ())}
+                if allowed:
+                    records = [r for r in records if str(r[c.column]).lower() in allowed]
+        return records
+
+    def _slots(self) -> None:
+        self.decisions_by_slot: dict[
+            str, list[tuple[int | None, z3.ArithRef, list[tuple[str, Record]]]]
+        ] = {}
+        add = self.solver.add
+        self.slot_vars: list[tuple[Slot, int | None, z3.ArithRef, list[tuple[str, Record]]]] = []
+        for slot in self.spec.slots.values():
+            options = [(t, r) for t in slot.tables for r in self._allowed(slot, t)]
+            if slot.per == "leg":
+                for j in range(self.k + 1):
+                    var = z3.Int(f"{slot.name}_leg{j}")
+                    origin = z3.IntVal(self.ids[self.home]) if j == 0 else self.stop_city[j - 1]
+                    dest = z3.IntVal(self.ids[self.home]) if j == self.k else self.stop_city[j]
+                    fits = [
+                        z3.And(
+                            var == n,
+                            origin == self._id(r[slot.origin]),
+                            dest == self._id(r[slot.dest]),
+                        )
+                        for n, (_, r) in enumerate(options)
+                    ]
+                    add(z3.Or(*fits) if fits else z3.BoolVal(False))
+                    self.slot_vars.append((slot, j, var, options))
+                    self.costs.append(self._cost_of(var, options))
+            elif slot.per == "stay":
+                for j in range(self.k):
+                    var = z3.Int(f"{slot.name}_stay{j}")
+                    fits = [
+                        z3.And(var == n, self.stop_city[j] == self._id(r[slot.city]))
+                        for n, (_, r) in enumerate(options)
+                    ]
+                    add(z3.Or(*fits) if fits else z3.BoolVal(False))
+                    self.slot_vars.append((slot, j, var, options))
+                    per_night = self._cost_of(var, options)
+                    self.costs.append(
+                        z3.Sum(
+                            *[
+                                z3.If(self.nights[j] == n, per_night * n, 0)
+                                for n in range(1, self.days)
+                            ]
+                        )
+                    )
+            else:
+                for d in range(1, self.days + 1):
+                    var = z3.Int(f"{slot.name}_day{d}")
+                    fits = [
+                        z3.And(
+                            var == n,
+                            z3.Or(
+                                self.day_from[d] == self._id(r[slot.city]),
+                                self.day_to[d] == self._id(r[slot.city]),
+                            ),
+                        )
+                        for n, (_, r) in enumerate(options)
+                    ]
+                    need = (
+                        z3.BoolVal(slot.need == "always")
+                        if slot.need != "stay"
+                        else z3.Not(self.travel[d])
+                    )
+                    add(z3.Or(z3.And(var == NONE, z3.Not(need)), *fits))
+                    self.slot_vars.append((slot, d, var, options))
+                    self.costs.append(self._cost_of(var, options))
+
+    def _id(self, place: Any) -> int:
+        return self.ids.get(place_key(place), -2)
+
+    def _cost_of(self, var: z3.ArithRef, options: list[tuple[str, Record]]) -> z3.ArithRef:
+        total = self._total()
+        if total is None:
+            return z3.IntVal(0)
+        expr: z3.ArithRef = z3.IntVal(0)
+        for n in range(len(options) - 1, -1, -1):
+            cents = self.unit_cost(options[n], total)
+            if cents:
+                expr = z3.If(var == n, cents, expr)
+        return expr
+
+    def _total(self) -> Constraint | None:
+        return next((c for c in self.spec.constraints if c.kind == "total"), None)
+
+    def unit_cost(self, option: tuple[str, Record], total: Constraint | None = None) -> int:
+        """Return the cost of a record in cents (per night for stays); 0 when uncosted."""
+        total = total or self._total()
+        table, record = option
+        if total is None or table not in total.cost:
+            return 0
+        env = {**self.request, **record.values}
+        try:
+            value = total.cost[table](env)
+        except ExprError as exc:
+            raise UsageError(
+                f"cost of {table} '{record.written(self.spec.tables[table])}': {exc}"
+            ) from None
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise UsageError(f"cost of {table}: '{total.cost[table].text}' is not a number")
+        return round(value * CENTS)
+
+    # -- constraints ---------------------------------------------------------------------------
+
+    def _track(self, name: str, formulas: list[z3.BoolRef]) -> None:
+        flag = z3.Bool(f"rule:{name}")
+        self.tracked[name] = flag
+        self.groups[name] = formulas
+        self.solver.add(z3.Implies(flag, z3.And(*formulas) if formulas else z3.BoolVal(True)))
+
+    def vars_of(
+        self, names: tuple[str, ...]
+    ) -> Iterator[tuple[Slot, int | None, z3.ArithRef, list[tuple[str, Record]]]]:
+        return (item for item in self.slot_vars if item[0].name in names)
+
+    def _constraints(self) -> None:
+        for c in self.spec.constraints:
+            made = getattr(self, "_c_" + c.kind)(c)
+            if made is not None:
+                name, formulas = made
+                self._track(name, formulas)
+        # Slots left without any record (the request's rules removed them all), for explain().
+        self.empty = sorted({slot.name for slot, _, _, options in self.slot_vars if not options})
+
+    def _c_total(self, c: Constraint) -> tuple[str, list[z3.BoolRef]] | None:
+        bound = self.request.get(c.at_most)
+        self.total_cost = z3.Sum(*self.costs) if self.costs else z3.IntVal(0)
+        if bound is None:
+            return None
+        self.bound_cents = round(float(bound) * CENTS)
+        return f"{c.at_most} ${_money(bound)}", [self.total_cost <= self.bound_cents]
+
+    def _c_different(self, c: Constraint) -> tuple[str, list[z3.BoolRef]]:
+        items = list(self.vars_of(c.slots))
+        formulas = []
+        for a in range(len(items)):
+            for b in range(a + 1, len(items)):
+                va, vb = items[a][2], items[b][2]
+                same = _same_record(va, items[a][3], vb, items[b][3])
+                if same is not None:
+                    formulas.append(z3.Not(same))
+        return f"different {'/'.join(c.slots)}", formulas
+
+    def _c_min_nights(self, c: Constraint) -> tuple[str, list[z3.BoolRef]]:
+        formulas = []
+        for slot, j, var, options in self.vars_of(c.slots):
+            if slot.per != "stay" or j is None:
+                continue
+            need = (
+                self._lookup(var, [math.ceil(r[c.column] or 0) for _, r in options])
+                if options
+                else z3.IntVal(0)
+            )
+            formulas.append(self.nights[j] >= need)
+        return f"{c.column} of {'/'.join(c.slots)}", formulas
+
+    def _c_same_kind(self, c: Constraint) -> tuple[str, list[z3.BoolRef]]:
+        items = list(self.vars_of(c.slots))
+        groups = [{v.lower() for v in g} for g in c.groups]
+
+        def group(var: z3.ArithRef, options: list[tuple[str, Record]]) -> z3.ArithRef:
+            codes = []
+            for _, r in options:
+                value = str(r[c.column]).lower()
+                codes.append(next((n for n, g in enumerate(groups) if value in g), len(groups)))
+            return self._lookup(var, codes) if codes else z3.IntVal(-1)
+
+        first = group(items[0][2], items[0][3]) if items else None
+        formulas = [group(var, options) == first for _, _, var, options in items[1:]]
+        return f"one kind of {'/'.join(c.slots)}", formulas
+
+    def _c_cover(self, c: Constraint) -> tuple[str, list[z3.BoolRef]] | None:
+        wanted = self.request.get(c.request) or []
+        if not wanted:
+            return None
+        formulas = []
+        for value in wanted:
+            hits = [
+                var == n
+                for _, _, var, options in self.vars_of(c.slots)
+                for n, (_, r) in enumerate(options)
+                if value.lower() in _lower_values(r[c.column])
+            ]
+            formulas.append(z3.Or(*hits) if hits else z3.BoolVal(False))
+        return f"{c.request} {', '.join(wanted)}", formulas
+
+    def _c_forbid(self, c: Constraint) -> None:
+        return None  # applied to the slot's records (``_allowed``)
+
+    _c_match = _c_forbid
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def check(self, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
+        return self.solver.check(*self.tracked.values(), *assumptions)
+
+    def explain(self) -> tuple[str, str]:
+        """Say why no plan exists (an unsat core in words) and the smallest change that helps."""
+        result = self.check()
+        if result == z3.unknown:
+            return "the constraint solver gave up on this request (too large)", ""
+        core = [str(f).removeprefix("rule:") for f in self.solver.unsat_core()]
+        names = [n for n in self.tracked if n in core]
+        if not names:
+            what = ", ".join(self.empty) or "the route"
+            return (
+                f"no plan exists: no record of the data fits {what} under the request",
+                "check the data file and the request's requirements",
+            )
+        message = "no plan meets every rule: " + "; ".join(names)
+        hints = []
+        total = self._total()
+        budget_rule = next(
+            (n for n in names if total is not None and n.startswith(total.at_most)), None
+        )
+        if budget_rule is not None:
+            cheapest = self.cheapest(without=budget_rule)
+            if cheapest is not None:
+                message = (
+                    f"{budget_rule.split()[0]} ${_money(self.bound_cents / CENTS)} < cheapest "
+                    f"complete plan ${_money(cheapest / CENTS)}"
+                )
+                hints.append(f"raise the budget to ${_money(math.ceil(cheapest / CENTS))}")
+        for name in names:
+            if name == budget_rule:
+                continue
+            others = [f for n, f in self.tracked.items() if n != name]
+            if self.solver.check(*others) == z3.sat:
+                hints.append(f"drop '{name}'")
+        return message, " or ".join(hints)
+
+    def cheapest(self, without: str | None = None) -> int | None:
+        """Return the lowest total cost (cents) of a plan meeting the other rules."""
+        opt = z3.Optimize()
+        opt.set("timeout", SOLVER_MS)
+        for a in self.solver.assertions():
+            opt.add(a)
+        for name, flag in self.tracked.items():
+            opt.add(flag if name != without else z3.Not(flag))
+        handle = opt.minimize(self.total_cost)
+        if opt.check() != z3.sat:
+            return None
+        return int(str(opt.lower(handle)))
+
+
+def _lower_values(value: Any) -> set[str]:
+    if isinstance(value, (list, tuple)):
+        return {str(v).lower() for v in value}
+    return {str(value).lower()}
+
+
+def _same_record(
+    va: z3.ArithRef, oa: list[tuple[str, Record]], vb: z3.ArithRef, ob: list[tuple[str, Record]]
+) -> z3.BoolRef | None:
+    """Return 'both slots hold the same record' (records matched by table and position)."""
+    if [(t, r.index) for t, r in oa] == [(t, r.index) for t, r in ob]:
+        return z3.And(va != NONE, va == vb)
+    index_b = {(t, r.index): n for n, (t, r) in enumerate(ob)}
+    pairs = [
+        z3.And(va == n, vb == index_b[(t, r.index)])
+        for n, (t, r) in enumerate(oa)
+        if (t, r.index) in index_b
+    ]
+    return z3.Or(*pairs) if pairs else None
+
+
+def _money(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def elapsed_ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000

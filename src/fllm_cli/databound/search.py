@@ -1,0 +1,285 @@
+"""Planning a data-bound task: read the request, then fix one decision at a time.
+
+The decisions come in a fixed order (the stops, the nights at each, the transport of each
+leg, the stay at each stop, then each day's slots). For each, the look-ahead keeps the values
+from which a complete plan still exists (a Z3 check per value, in the table's ranking order),
+shows the model the best few of them with their cost and the budget left, and fixes the value
+the model picks. A decision with one feasible value is taken without asking. Since every value
+offered is feasible, the search never backtracks.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from fllm_cli.databound.csp import CENTS, NONE, TripModel, _money, place_key
+from fllm_cli.databound.request import Reading
+from fllm_cli.databound.spec import Slot
+from fllm_cli.databound.tables import Record
+from fllm_cli.errors import NoPlanError
+from fllm_cli.llm.base import ChoiceRequest
+from fllm_cli.llm.meter import RunMeter
+from fllm_cli.prompts import render
+from fllm_cli.search.planner import Budgets, PlanStats
+
+SHOWN = 8  # options shown to the model at one decision
+EMPTY = "nothing (leave it empty)"
+
+
+@dataclass
+class Decision:
+    name: str
+    var: z3.ArithRef
+    candidates: list[int]
+    label: Callable[[int], str]
+    question: str
+    slot: Slot | None = None
+    options: list[tuple[str, Record]] = field(default_factory=list)
+    day: int | None = None
+    optional: bool = False
+
+
+@dataclass
+class Outcome:
+    values: dict[str, int]
+    stats: PlanStats
+    lookahead_ms: list[float]
+
+
+class DataPlanner:
+    """Drives a model through the decisions of a :class:`TripModel`."""
+
+    def __init__(
+        self,
+        trip: TripModel,
+        meter: RunMeter,
+        task: str,
+        readings: dict[str, Reading],
+        search: tuple[str, ...] = (),
+        budgets: Budgets | None = None,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.trip = trip
+        self.meter = meter
+        self.task = task
+        self.readings = readings
+        self.search = search
+        self.budgets = budgets or Budgets()
+        self.on_event = on_event
+        self.stats = PlanStats()
+        self.values: dict[str, int] = {}
+        self.progress: list[str] = []
+        self.spent = 0  # cents of decided items
+        self.lookahead_ms: list[float] = []
+
+    # -- the decisions ------------------------------------------------------------------------
+
+    def decisions(self) -> list[Decision]:
+        t = self.trip
+        stops = t.stops
+        out = [
+            Decision(
+                f"stop {j + 1}",
+                t.stop[j],
+                list(range(len(stops))),
+                lambda n: str(stops[n]["name"]),
+                f"Which place is stop {j + 1} of {t.k} of the trip?",
+            )
+            for j in range(t.k)
+        ]
+        out += [
+            Decision(
+                f"nights at stop {j + 1}",
+                t.nights[j],
+                list(range(1, t.days)),
+                lambda n: f"{n} night{'s' if n > 1 else ''}",
+                f"How many nights at stop {j + 1}?",
+            )
+            for j in range(t.k - 1)
+        ]
+        by_kind: dict[str, list[Decision]] = {"leg": [], "stay": [], "day": []}
+        for slot, where, var, options in t.slot_vars:
+            at = where or 0
+            ranked = self._ranked(options)
+            label = self._labeller(options)
+            if slot.per == "leg":
+                name, question = (
+                    f"{slot.name} of leg {at + 1}",
+                    f"Choose the {slot.name} for leg {at + 1} of {t.k + 1}.",
+                )
+            elif slot.per == "stay":
+                name, question = (
+                    f"{slot.name} at stop {at + 1}",
+                    f"Choose the {slot.name} at stop {at + 1}.",
+                )
+            else:
+                name, question = f"day {at} {slot.name}", f"Choose the {slot.name} of day {at}."
+            optional = slot.per == "day" and slot.need != "always"
+            by_kind[slot.per].append(
+                Decision(
+                    name,
+                    var,
+                    ranked,
+                    label,
+                    question,
+                    slot,
+                    options,
+                    at if slot.per == "day" else None,
+                    optional,
+                )
+            )
+        by_kind["day"].sort(key=lambda d: d.day or 0)  # day by day, slots in domain order
+        return out + by_kind["leg"] + by_kind["stay"] + by_kind["day"]
+
+    def _ranked(self, options: list[tuple[str, Record]]) -> list[int]:
+        def key(n: int) -> tuple[float, int]:
+            table, record = options[n]
+            rank = self.trip.spec.tables[table].rank
+            if rank is None or not isinstance(record[rank[0]], (int, float)):
+                return (0.0, n)
+            value = float(record[rank[0]])
+            return (-value if rank[1] else value, n)
+
+        return sorted(range(len(options)), key=key)
+
+    def _labeller(self, options: list[tuple[str, Record]]) -> Callable[[int], str]:
+        def label(n: int) -> str:
+            if n == NONE:
+                return EMPTY
+            table, record = options[n]
+            return record.shown(self.trip.spec.tables[table])
+
+        return label
+
+    # -- the search ---------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        begin = time.perf_counter()
+        try:
+            for decision in self.decisions():
+                self._decide(decision)
+        finally:
+            self.stats.seconds = time.perf_counter() - begin
+        return Outcome(dict(self.values), self.stats, self.lookahead_ms)
+
+    def _feasible(self, decision: Decision) -> list[int]:
+        start = time.perf_counter()
+        t = self.trip
+        cities = self._day_cities(decision)
+        found: list[int] = []
+        candidates = list(decision.candidates)
+        if decision.optional:
+            candidates.append(NONE)
+        for value in candidates:
+            if len(found) >= SHOWN:
+                break
+            if cities is not None and value != NONE and decision.slot is not None:
+                city = place_key(decision.options[value][1][decision.slot.city])
+                if city not in cities:
+                    continue
+            self.stats.steps += 1
+            if t.check(decision.var == value) == z3.sat:
+                found.append(value)
+        self.lookahead_ms.append((time.perf_counter() - start) * 1000)
+        return found
+
+    def _day_cities(self, decision: Decision) -> set[str] | None:
+        """The cities of the decision's day once the route is fixed (a cheap pre-filter)."""
+        t = self.trip
+        if decision.day is None or decision.slot is None:
+            return None
+        if t.check() != z3.sat:
+            return None
+        model = t.solver.model()
+        d = decision.day
+        ends = (model.eval(t.day_from[d], True), model.eval(t.day_to[d], True))
+        return {t.city_name.get(e.as_long(), "") for e in ends}
+
+    def _decide(self, decision: Decision) -> None:
+        options = self._feasible(decision)
+        if not options:
+            raise NoPlanError(f"internal error: no feasible value left for {decision.name}")
+        if len(options) == 1:
+            self.stats.forced_moves += 1
+            index = 0
+        else:
+            index = self._ask(decision, options)
+        value = options[index]
+        self.trip.solver.add(decision.var == value)
+        self.values[decision.name] = value
+        cost = self._cost(decision, value)
+        self.spent += cost
+        line = f"- {decision.name}: {decision.label(value)}"
+        self.progress.append(line)
+
+    def _cost(self, decision: Decision, value: int) -> int:
+        if decision.slot is None or value == NONE:
+            return 0
+        unit = self.trip.unit_cost(decision.options[value])
+        if decision.slot.per == "stay":
+            j = int(decision.name.rsplit(" ", 1)[-1]) - 1
+            return unit * self._nights(j)
+        return unit
+
+    def _nights(self, j: int) -> int:
+        t = self.trip
+        if t.check() != z3.sat:
+            return 1
+        return int(t.solver.model().eval(t.nights[j], True).as_long())
+
+    def _ask(self, decision: Decision, options: list[int]) -> int:
+        labels = tuple(decision.label(v) for v in options)
+        bound = getattr(self.trip, "bound_cents", None)
+        left = (
+            f"${_money((bound - self.spent) / CENTS)} of ${_money(bound / CENTS)}" if bound else ""
+        )
+        prompt = render(
+            "data/choice.j2",
+            {
+                "task": self.task,
+                "request": {
+                    k: _shown(r.value)
+                    for k, r in self.readings.items()
+                    if r.value not in (None, [])
+                },
+                "progress": self.progress[-12:],
+                "question": decision.question,
+                "choices": labels,
+                "budget_left": left,
+            },
+            self.search,
+        )
+        self.stats.choice_points += 1
+        if self.on_event is not None:
+            self.on_event("choice", {"number": self.stats.choice_points, "options": labels})
+        request = ChoiceRequest(prompt, labels, "plan")
+        point = {"choice_point": self.stats.choice_points, "decision": decision.name}
+        calls_left = self.budgets.max_llm_calls
+        if calls_left is not None and self.stats.llm_calls >= calls_left:
+            result = self.meter.decided(request, 0, **point)  # the best-ranked feasible option
+            self.stats.budget_exhausted = "max_llm_calls"
+        else:
+            result = self.meter.choose(request, **point)
+        self.stats.charge(result)
+        return result.index
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        if len(value) > 3 and all(isinstance(v, str) and len(v) == 10 for v in value):
+            return f"{value[0]} to {value[-1]}"
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b) if b else 0
+
+
+__all__ = ["DataPlanner", "Decision", "Outcome", "ceil_div", "math"]

@@ -1,0 +1,499 @@
+"""The sections of a data-bound domain (``kind: data``), read with source locations.
+
+A data-bound domain plans a round trip of ``days`` days whose options are the records of tables
+supplied with each task (``--data``). It declares
+
+* ``request`` — the values read from the task text (places, numbers, money, dates, options);
+* ``tables`` — which lists of the data file hold records, their typed fields, how a record is
+  shown to the model (``show``), written in the plan (``write``) and ranked (``rank``);
+* ``trip`` — the number of days, the home the trip starts from and returns to, and the stops;
+* ``slots`` — what each day holds: a record per travel ``leg``, per ``stay`` or per ``day``;
+* ``constraints`` — rules over the whole plan (a total against a bound, all-different,
+  minimum nights, one kind of transport, coverage of requested values, forbidden and required
+  field values).
+
+docs/spec.md ("Data-bound domains") describes each key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from fllm_cli.databound.expr import Expr, ExprError, parse_expr
+from fllm_cli.diagnostics import Diagnostic, Location
+from fllm_cli.domain.model import Domain
+from fllm_cli.domain.yamlloc import Node, Reader
+
+REQUEST_TYPES = ("place", "integer", "money", "dates", "option", "options")
+FIELD_TYPES = ("text", "number", "number?", "texts", "flag")
+SLOT_PER = ("day", "leg", "stay")
+SLOT_NEED = ("always", "stay", "never")
+MAX_STOPS = 10
+MAX_DAYS = 31
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class RequestField:
+    name: str
+    type: str
+    question: str = ""
+    values: tuple[str, ...] = ()  # "table.field" columns whose values are candidates
+    not_in: tuple[str, ...] = ()
+    free: bool = False
+    cue: tuple[str, ...] = ()
+    avoid: tuple[str, ...] = ()
+    negated: bool = False
+    one_of: tuple[int, ...] = ()
+    range: tuple[int, int] | None = None
+    default: Any = None
+    words: dict[str, int] = field(default_factory=dict)
+    from_dates: str | None = None
+    options: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    source: str
+    fields: dict[str, str]
+    constants: dict[str, str] = field(default_factory=dict)
+    show: str = ""
+    write: str = ""
+    rank: tuple[str, bool] | None = None  # (field, descending)
+    keep: str | None = None
+
+
+@dataclass(frozen=True)
+class Trip:
+    days: str
+    home: str
+    stops_table: str
+    stops_count: dict[int, int] | int
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    per: str
+    tables: tuple[str, ...]
+    city: str = "city"
+    origin: str = "origin"
+    dest: str = "dest"
+    need: str = "always"
+    suffix: str = ""
+
+
+@dataclass(frozen=True)
+class Constraint:
+    kind: str
+    loc: Location | None
+    slots: tuple[str, ...] = ()
+    column: str = ""
+    request: str = ""
+    at_most: str = ""
+    cost: dict[str, Expr] = field(default_factory=dict)
+    groups: tuple[tuple[str, ...], ...] = ()
+    value: str = ""
+    values: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """Return the constraint in a few words (for explanations)."""
+        if self.kind == "total":
+            return f"total cost ≤ {self.at_most}"
+        if self.kind == "different":
+            return f"no record twice in {', '.join(self.slots)}"
+        if self.kind == "cover":
+            return f"{', '.join(self.slots)} cover the requested {self.request}"
+        if self.kind in ("forbid", "match"):
+            return f"{self.slots[0]} {self.column} fits the requested {self.request}"
+        if self.kind == "min_nights":
+            return f"each {self.slots[0]} kept for its {self.column}"
+        return f"one kind of {self.slots[0]} ({self.column})"
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    request: dict[str, RequestField]
+    tables: dict[str, Table]
+    trip: Trip
+    slots: dict[str, Slot]
+    constraints: tuple[Constraint, ...]
+    path: str = ""
+
+
+def templates_fields(template: str) -> list[str]:
+    """Return the field names a ``{field}`` template reads."""
+    return _PLACEHOLDER.findall(template)
+
+
+def fill(template: str, values: dict[str, Any]) -> str:
+    """Fill ``{field}`` placeholders (``{Field}`` capitalises the value); no other syntax."""
+
+    def one(match: re.Match[str]) -> str:
+        key = match.group(1)
+        value = values.get(key, values.get(key.lower(), ""))
+        if isinstance(value, (list, tuple)):
+            text = ", ".join(str(v) for v in value)
+        elif isinstance(value, float) and value.is_integer():
+            text = str(int(value))
+        else:
+            text = "" if value is None else str(value)
+        return text[:1].upper() + text[1:] if key[:1].isupper() else text
+
+    return _PLACEHOLDER.sub(one, template)
+
+
+class _SpecReader:
+    def __init__(self, domain: Domain) -> None:
+        self.r = Reader(domain.path)
+        self.sections: dict[str, Node] = domain.sections
+        self.path = domain.path
+
+    def strings(self, node: Node | None, what: str) -> tuple[str, ...]:
+        out = []
+        for item in self.r.sequence(node, what):
+            text = self.r.string(item, what, required=True)
+            if text is not None:
+                out.append(text)
+        return tuple(out)
+
+    def expr(self, node: Node | None, what: str) -> Expr | None:
+        text = self.r.string(node, what, required=True)
+        if text is None or node is None:
+            return None
+        try:
+            return parse_expr(text)
+        except ExprError as exc:
+            self.r.error(f"{what}: {exc}", node.loc)
+            return None
+
+    def read(self) -> DataSpec | None:
+        for key in ("request", "tables", "trip", "slots"):
+            if key not in self.sections:
+                self.r.error(f"a data domain needs a '{key}' section", Location(self.path))
+        request = self.request(self.sections.get("request"))
+        tables = self.tables(self.sections.get("tables"))
+        trip = self.trip(self.sections.get("trip"), request, tables)
+        slots = self.slots(self.sections.get("slots"), tables)
+        constraints = self.constraints(self.sections.get("constraints"), request, tables, slots)
+        if trip is None or any(d.severity == "error" for d in self.r.diagnostics):
+            return None
+        return DataSpec(request, tables, trip, slots, constraints, self.path)
+
+    def request(self, node: Node | None) -> dict[str, RequestField]:
+        out: dict[str, RequestField] = {}
+        keys = {
+            "type", "question", "values", "not_in", "free", "cue", "avoid", "negated",
+            "one_of", "range",
+            "default", "words", "from_dates", "options",
+        }  # fmt: skip
+        for name, child, _loc in self.r.items(self.r.mapping(node, "request")):
+            body = self.r.mapping(child, f"request field '{name}'", keys)
+            if body is None:
+                continue
+            get = Reader.get
+            kind = self.r.string(get(body, "type"), f"type of '{name}'", required=True)
+            if kind not in REQUEST_TYPES:
+                where = get(body, "type")
+                self.r.error(
+                    f"request field '{name}': type must be one of {', '.join(REQUEST_TYPES)}",
+                    where.loc if where else child.loc,
+                )
+                continue
+            options: dict[str, tuple[str, ...]] = {}
+            for option, phrases, _ in self.r.items(self.r.mapping(get(body, "options"), "options")):
+                options[option] = self.strings(phrases, f"phrases of option '{option}'") or (
+                    option,
+                )
+            if kind in ("option", "options") and not options:
+                self.r.error(f"request field '{name}' of type {kind} needs 'options'", child.loc)
+            words: dict[str, int] = {}
+            for word, value, _ in self.r.items(self.r.mapping(get(body, "words"), "words")):
+                number = self.r.integer(value, f"words.{word}")
+                if number is not None:
+                    words[word.lower()] = number
+            span = [
+                self.r.integer(n, "range") for n in self.r.sequence(get(body, "range"), "range")
+            ]
+            ints = [
+                self.r.integer(n, "one_of") for n in self.r.sequence(get(body, "one_of"), "one_of")
+            ]
+            default = get(body, "default")
+            out[name] = RequestField(
+                name=name,
+                type=kind,
+                question=self.r.string(get(body, "question"), "question") or f"What is {name}?",
+                values=self.strings(get(body, "values"), "values"),
+                not_in=self.strings(get(body, "not_in"), "not_in"),
+                free=bool(self.r.boolean(get(body, "free"), "free")),
+                cue=tuple(c.lower() for c in self.strings(get(body, "cue"), "cue")),
+                avoid=tuple(c.lower() for c in self.strings(get(body, "avoid"), "avoid")),
+                negated=bool(self.r.boolean(get(body, "negated"), "negated")),
+                one_of=tuple(i for i in ints if i is not None),
+                range=(span[0], span[1]) if len(span) == 2 and None not in span else None,  # type: ignore[arg-type]
+                default=default.value if default is not None else None,
+                words=words,
+                from_dates=self.r.string(get(body, "from_dates"), "from_dates"),
+                options=options,
+            )
+        return out
+
+    def tables(self, node: Node | None) -> dict[str, Table]:
+        out: dict[str, Table] = {}
+        keys = {"from", "fields", "set", "show", "write", "rank", "keep"}
+        for name, child, _loc in self.r.items(self.r.mapping(node, "tables")):
+            body = self.r.mapping(child, f"table '{name}'", keys)
+            if body is None:
+                continue
+            get = Reader.get
+            fields: dict[str, str] = {}
+            for fname, ftype, floc in self.r.items(self.r.mapping(get(body, "fields"), "fields")):
+                kind = self.r.string(ftype, f"type of field '{fname}'", required=True)
+                if kind not in FIELD_TYPES:
+                    self.r.error(
+                        f"table '{name}': field '{fname}' type must be one of "
+                        f"{', '.join(FIELD_TYPES)}",
+                        floc,
+                    )
+                    continue
+                fields[fname] = kind
+            if not fields:
+                self.r.error(f"table '{name}' needs 'fields'", child.loc)
+            constants = {
+                k: self.r.string(v, f"set.{k}") or ""
+                for k, v, _ in self.r.items(self.r.mapping(get(body, "set"), "set"))
+            }
+            known = set(fields) | set(constants)
+            show = self.r.string(get(body, "show"), "show") or ""
+            write = self.r.string(get(body, "write"), "write") or (
+                "{name}" if "name" in known else ""
+            )
+            for what, template in (("show", show), ("write", write)):
+                for used in templates_fields(template):
+                    if used not in known and used.lower() not in known:
+                        where = get(body, what)
+                        self.r.error(
+                            f"table '{name}': {what} uses unknown field '{used}'",
+                            where.loc if where else child.loc,
+                        )
+            if not write:
+                self.r.error(
+                    f"table '{name}' needs 'write' (how the plan names a record)", child.loc
+                )
+            rank = None
+            rank_text = self.r.string(get(body, "rank"), "rank")
+            if rank_text:
+                parts = rank_text.split()
+                if (
+                    parts[0] not in fields
+                    or len(parts) > 2
+                    or parts[1:] not in ([], ["asc"], ["desc"])
+                ):
+                    self.r.error(
+                        f"table '{name}': rank must be 'FIELD [asc|desc]' of a number field",
+                        get(body, "rank").loc,  # type: ignore[union-attr]
+                    )
+                else:
+                    rank = (parts[0], parts[1:] == ["desc"])
+            keep = self.r.string(get(body, "keep"), "keep")
+            if keep is not None and fields.get(keep) != "flag":
+                self.r.error(f"table '{name}': keep must name a flag field", get(body, "keep").loc)  # type: ignore[union-attr]
+            source = self.r.string(get(body, "from"), "from") or name
+            out[name] = Table(name, source, fields, constants, show, write, rank, keep)
+        return out
+
+    def trip(
+        self, node: Node | None, request: dict[str, RequestField], tables: dict[str, Table]
+    ) -> Trip | None:
+        body = self.r.mapping(node, "trip", {"days", "home", "stops"})
+        if body is None:
+            return None
+        get = Reader.get
+        days = self.r.string(self.r.require(body, "days", "trip"), "trip.days") or ""
+        home = self.r.string(self.r.require(body, "home", "trip"), "trip.home") or ""
+        for key, value in (("days", days), ("home", home)):
+            if value and value not in request:
+                self.r.error(f"trip.{key}: '{value}' is not a request field", get(body, key).loc)  # type: ignore[union-attr]
+        stops = self.r.mapping(
+            self.r.require(body, "stops", "trip"), "trip.stops", {"table", "count"}
+        )
+        table = self.r.string(get(stops, "table"), "trip.stops.table", required=True) or ""
+        if table and table not in tables:
+            self.r.error(f"trip.stops.table: no table '{table}'", get(stops, "table").loc)  # type: ignore[union-attr]
+        count_node = get(stops, "count")
+        count: dict[int, int] | int = 1
+        if count_node is not None and isinstance(count_node.value, dict):
+            count = {}
+            for key, entry, loc in self.r.items(count_node):
+                number = self.r.integer(entry, "count")
+                if not key.isdigit() or number is None or not 1 <= number <= MAX_STOPS:
+                    self.r.error(
+                        f"trip.stops.count: '{key}: ...' must map days to 1..{MAX_STOPS}", loc
+                    )
+                    continue
+                count[int(key)] = number
+        elif count_node is not None:
+            number = self.r.integer(count_node, "trip.stops.count")
+            if number is None or not 1 <= number <= MAX_STOPS:
+                self.r.error(f"trip.stops.count must be 1..{MAX_STOPS}", count_node.loc)
+            else:
+                count = number
+        if not days or not home or not table:
+            return None
+        return Trip(days, home, table, count)
+
+    def slots(self, node: Node | None, tables: dict[str, Table]) -> dict[str, Slot]:
+        out: dict[str, Slot] = {}
+        keys = {"per", "table", "tables", "city", "origin", "dest", "need", "suffix"}
+        for name, child, _loc in self.r.items(self.r.mapping(node, "slots")):
+            body = self.r.mapping(child, f"slot '{name}'", keys)
+            if body is None:
+                continue
+            get = Reader.get
+            per = self.r.string(get(body, "per"), f"slot '{name}' per", required=True) or ""
+            if per not in SLOT_PER:
+                self.r.error(f"slot '{name}': per must be one of {', '.join(SLOT_PER)}", child.loc)
+                continue
+            names = self.strings(get(body, "tables"), "tables") or tuple(
+                t for t in [self.r.string(get(body, "table"), "table")] if t
+            )
+            if not names:
+                self.r.error(f"slot '{name}' needs 'table' or 'tables'", child.loc)
+                continue
+            slot = Slot(
+                name,
+                per,
+                names,
+                city=self.r.string(get(body, "city"), "city") or "city",
+                origin=self.r.string(get(body, "origin"), "origin") or "origin",
+                dest=self.r.string(get(body, "dest"), "dest") or "dest",
+                need=self.r.string(get(body, "need"), "need") or "always",
+                suffix=self.r.string(get(body, "suffix"), "suffix") or "",
+            )
+            if slot.need not in SLOT_NEED:
+                self.r.error(
+                    f"slot '{name}': need must be one of {', '.join(SLOT_NEED)}", child.loc
+                )
+            for table in names:
+                if table not in tables:
+                    self.r.error(f"slot '{name}': no table '{table}'", child.loc)
+                    continue
+                wanted = (slot.origin, slot.dest) if per == "leg" else (slot.city,)
+                for column in wanted:
+                    if column not in tables[table].fields:
+                        self.r.error(
+                            f"slot '{name}': table '{table}' has no field '{column}'", child.loc
+                        )
+            out[name] = slot
+        return out
+
+    def constraints(
+        self,
+        node: Node | None,
+        request: dict[str, RequestField],
+        tables: dict[str, Table],
+        slots: dict[str, Slot],
+    ) -> tuple[Constraint, ...]:
+        out: list[Constraint] = []
+        kinds = ("total", "different", "min_nights", "same_kind", "cover", "forbid", "match")
+        for item in self.r.sequence(node, "constraints"):
+            body = self.r.mapping(item, "a constraint")
+            if body is None:
+                continue
+            if len(body.value) != 1 or next(iter(body.value)) not in kinds:
+                self.r.error(f"a constraint is one of: {', '.join(kinds)}", item.loc)
+                continue
+            kind, value = next(iter(body.value.items()))
+            made = self.constraint(kind, value, request, tables, slots)
+            if made is not None:
+                out.append(made)
+        return tuple(out)
+
+    def _slot_names(self, node: Node | None, slots: dict[str, Slot], what: str) -> tuple[str, ...]:
+        names = (
+            self.strings(node, what)
+            if node is not None and isinstance(node.value, list)
+            else (tuple(n for n in [self.r.string(node, what)] if n))
+        )
+        for name in names:
+            if name not in slots:
+                self.r.error(f"{what}: no slot '{name}'", node.loc if node else None)
+        return names
+
+    def constraint(
+        self,
+        kind: str,
+        node: Node,
+        request: dict[str, RequestField],
+        tables: dict[str, Table],
+        slots: dict[str, Slot],
+    ) -> Constraint | None:
+        get = Reader.get
+        where = f"constraint '{kind}'"
+        if kind == "different":
+            return Constraint(kind, node.loc, slots=self._slot_names(node, slots, where))
+        body = self.r.mapping(node, where)
+        if body is None:
+            return None
+        req = self.r.string(get(body, "request"), "request") or ""
+        if req and req not in request:
+            self.r.error(f"{where}: '{req}' is not a request field", node.loc)
+        if kind == "total":
+            bound = self.r.string(get(body, "at_most"), "at_most", required=True) or ""
+            if bound not in request:
+                self.r.error(f"{where}: at_most '{bound}' is not a request field", node.loc)
+            costs: dict[str, Expr] = {}
+            for table, expr_node, loc in self.r.items(self.r.mapping(get(body, "cost"), "cost")):
+                if table not in tables:
+                    self.r.error(f"{where}: no table '{table}'", loc)
+                    continue
+                made = self.expr(expr_node, f"cost of {table}")
+                if made is None:
+                    continue
+                known = set(tables[table].fields) | set(tables[table].constants) | set(request)
+                for name in made.names - known:
+                    self.r.error(f"cost of {table}: unknown name '{name}'", expr_node.loc)
+                costs[table] = made
+            return Constraint(kind, node.loc, at_most=bound, cost=costs)
+        slot_names = self._slot_names(get(body, "slots") or get(body, "slot"), slots, where)
+        column = self.r.string(get(body, "field"), "field", required=True) or ""
+        for slot in slot_names:
+            for table in slots[slot].tables if slot in slots else ():
+                if (
+                    table in tables
+                    and column
+                    and column not in tables[table].fields
+                    and (column not in tables[table].constants)
+                ):
+                    self.r.error(f"{where}: table '{table}' has no field '{column}'", node.loc)
+        groups: tuple[tuple[str, ...], ...] = ()
+        values: dict[str, tuple[str, ...]] = {}
+        if kind == "same_kind":
+            groups = tuple(
+                self.strings(g, "groups") for g in self.r.sequence(get(body, "groups"), "groups")
+            )
+        if kind == "match":
+            for option, allowed, _ in self.r.items(self.r.mapping(get(body, "values"), "values")):
+                values[option] = self.strings(allowed, f"values of '{option}'")
+        if kind in ("cover", "forbid", "match") and not req:
+            self.r.error(f"{where} needs 'request'", node.loc)
+        return Constraint(
+            kind,
+            node.loc,
+            slots=slot_names,
+            column=column,
+            request=req,
+            groups=groups,
+            value=self.r.string(get(body, "value"), "value") or "{value}",
+            values=values,
+        )
+
+
+def read_spec(domain: Domain) -> tuple[DataSpec | None, list[Diagnostic]]:
+    """Read the data sections of ``domain``; return the spec (None on errors) and diagnostics."""
+    reader = _SpecReader(domain)
+    spec = reader.read()
+    return spec, reader.r.diagnostics

@@ -1,0 +1,160 @@
+"""Data-bound domains (``kind: data``): plans whose options are records of the task's data.
+
+The domain's sections are read by :mod:`fllm_cli.databound.spec`; a task brings its data (a JSON
+object, ``--data``). Planning reads the request from the task text, builds the Z3 model of the
+trip, refuses an impossible request with the rules that conflict, then lets the model choose
+within the feasible options (:mod:`fllm_cli.databound.search`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import z3
+
+from fllm_cli.databound.csp import TripModel
+from fllm_cli.databound.document import build_days, check_plan
+from fllm_cli.databound.request import Reading, RequestReader, check_given, values_of
+from fllm_cli.databound.search import DataPlanner
+from fllm_cli.databound.spec import DataSpec, RequestField, read_spec
+from fllm_cli.databound.tables import load_tables
+from fllm_cli.diagnostics import Diagnostic
+from fllm_cli.domain.check import check_templates
+from fllm_cli.domain.model import Domain
+from fllm_cli.errors import NoPlanError, SpecError, UsageError
+from fllm_cli.kinds.base import Kind
+from fllm_cli.llm.base import ChoiceRequest
+from fllm_cli.llm.meter import RunMeter
+from fllm_cli.prompts import render
+from fllm_cli.search.planner import Budgets, Event
+
+PLAN_FORMAT = 1
+
+
+def data_spec(domain: Domain) -> DataSpec:
+    spec, diagnostics = read_spec(domain)
+    if spec is None:
+        raise SpecError(diagnostics)
+    return spec
+
+
+class DataKind(Kind):
+    """``kind: data``."""
+
+    name = "data"
+    takes_data: ClassVar[bool] = True
+
+    def check(self, domain: Domain) -> list[Diagnostic]:
+        spec, diagnostics = read_spec(domain)
+        return diagnostics + (check_templates(domain) if spec is not None else [])
+
+    def summary(self, domain: Domain) -> str:
+        spec, _ = read_spec(domain)
+        if spec is None:
+            return "a data-bound domain"
+        return (
+            f"a data-bound domain: {len(spec.request)} request fields, {len(spec.tables)} "
+            f"tables, {len(spec.slots)} slots a day, {len(spec.constraints)} rules"
+        )
+
+    def compile(self, domain, task, inputs, output, variables):  # type: ignore[no-untyped-def]
+        raise UsageError(f"'{domain.name}' is a data domain: give the task's data with --data FILE")
+
+    def overview(self, domain: Domain, variables: dict[str, str]) -> Any:
+        raise UsageError(f"'{domain.name}' is a data domain: it has no automaton to draw")
+
+    def read_request(
+        self,
+        domain: Domain,
+        task: str,
+        data: Any,
+        meter: RunMeter,
+        given: Any = None,
+        where: str = "data",
+    ) -> tuple[DataSpec, dict[str, Any], dict[str, Reading]]:
+        """Load the data and read the request (the model picks among candidates)."""
+        spec = data_spec(domain)
+        tables = load_tables(spec, data, where)
+        fixed = check_given(spec, given, "--constraints") if given is not None else None
+        search = tuple(domain.prompt_dirs)
+
+        def ask(spec_field: RequestField, options: list[str]) -> int:
+            prompt = render(
+                "data/request.j2",
+                {"task": task, "question": spec_field.question, "choices": options},
+                search,
+            )
+            request = ChoiceRequest(prompt, tuple(options), "request")
+            return meter.choose(request, field=spec_field.name).index
+
+        readings = RequestReader(spec, tables, ask).read(task, fixed)
+        return spec, tables, readings
+
+    def plan_data(
+        self,
+        domain: Domain,
+        task: str,
+        data: Any,
+        model: Any,
+        *,
+        given: Any = None,
+        budgets: Budgets | None = None,
+        on_event: Event | None = None,
+        records: list[dict[str, Any]] | None = None,
+        where: str = "data",
+    ) -> tuple[dict[str, Any], Any]:
+        """Plan a task on its data; return the plan document and the search stats."""
+        meter = RunMeter.wrap(model).fork(records=records if records is not None else [])
+        spec, tables, readings = self.read_request(domain, task, data, meter, given, where)
+        request = values_of(readings)
+        trip = TripModel(spec, tables, request)
+        if trip.check() != z3.sat:
+            message, hint = trip.explain()
+            raise NoPlanError(message, hint=hint or None)
+        planner = DataPlanner(
+            trip, meter, task, readings, tuple(domain.prompt_dirs), budgets, on_event
+        )
+        outcome = planner.run()
+        home = str(request.get(spec.trip.home) or "")
+        days, items = build_days(trip, outcome, home)
+        report = check_plan(spec, tables, request, days)
+        if not report.valid:  # a bug, never the user's: refuse to present it as valid
+            raise NoPlanError(
+                f"internal error: the planned trip breaks a rule: {report.violations[0]}"
+            )
+        stats = outcome.stats.as_dict()
+        stats["request_calls"] = meter.calls - outcome.stats.llm_calls
+        stats["llm_calls"] = meter.calls
+        ms = sorted(outcome.lookahead_ms)
+        stats["lookahead_ms_median"] = round(ms[len(ms) // 2], 2) if ms else 0.0
+        doc = {
+            "fllm_plan": PLAN_FORMAT,
+            "kind": "data",
+            "domain": domain.name,
+            "domain_path": domain.path,
+            "task": task,
+            "request": {k: r.value for k, r in readings.items()},
+            "read_by": {k: r.decided_by for k, r in readings.items()},
+            "valid": True,
+            "plan": days,
+            "costs": items,
+            "total_cost": round(report.total, 2),
+            "stats": stats,
+        }
+        return doc, outcome.stats
+
+    def check_data_plan(
+        self, domain: Domain, plan: Any, data: Any, given: Any, where: str = "data"
+    ) -> dict[str, Any]:
+        """Check a plan written by anyone; return the report (valid, violations, cost)."""
+        spec = data_spec(domain)
+        tables = load_tables(spec, data, where)
+        request = check_given(spec, given or {}, "the request")
+        days = plan.get("plan") if isinstance(plan, dict) else plan
+        report = check_plan(spec, tables, request, days)
+        return {
+            "valid": report.valid,
+            "violations": [str(v) for v in report.violations],
+            "total_cost": round(report.total, 2),
+            "days": len(days) if isinstance(days, list) else 0,
+        }
