@@ -400,8 +400,8 @@ def _rules(
                     run_start = i + 1
         elif c.kind == "total":
             total = 0.0
-            for slot_name, picks in chosen.items():
-                for day, (table, record) in picks:
+            for slot_name, slot_picks in chosen.items():
+                for day, (table, record) in slot_picks:
                     if table in c.cost:
                         try:
                             cost = float(c.cost[table]({**people, **record.values}))
