@@ -1,4 +1,4 @@
-"""``make bench``: compile time, feasible-move query time and planner overhead.
+"""``make bench``: compile time, feasible-move query time, planner overhead, long plans.
 
 Stdlib + fllm only. Prints a table and writes ``bench/results.json``.
 
@@ -34,13 +34,21 @@ from fllm_cli.automaton.lookahead import GrammarLookahead  # noqa: E402
 from fllm_cli.automaton.pda import PDA, Config, pda_from_grammar  # noqa: E402
 from fllm_cli.domain.load import read_domain  # noqa: E402
 from fllm_cli.domain.model import Domain  # noqa: E402
+from fllm_cli.errors import NoPlanError  # noqa: E402
 from fllm_cli.grammar.compile import make_task, tool_grammar  # noqa: E402
+from fllm_cli.llm.registry import make_model  # noqa: E402
+from fllm_cli.search.planner import Budgets, Planner  # noqa: E402
 
 OPENAGI = ROOT / "domains" / "openagi.yaml"
 TASKS = HERE / "data" / "openagi_tasks.jsonl"
 BIG_TOOLS, BIG_MODALITIES, BIG_SEED = 500, 20, 7
 BIG_CAP = 15  # max_plan_steps for the capped planner run
-GOALS = {"compile_s": 1.0, "query_median_ms": 1.0, "planner_ms_per_choice": 5.0}
+GOALS = {
+    "compile_s": 1.0,
+    "query_median_ms": 1.0,
+    "planner_ms_per_choice": 5.0,
+    "long_plan_ratio_10000_to_200": 3.0,
+}
 
 
 def ms(seconds: float) -> float:
@@ -279,6 +287,66 @@ def bench_planner(big: Path, quick: bool) -> dict[str, Any]:
     }
 
 
+# -- (d) long plans: cost per move as the plan grows ------------------------------------------
+
+# A grammar whose random plans usually grow without end: each choice adds two pending symbols
+# or removes one, so with a seed that never closes the plan every run uses its whole budget.
+RECURSIVE = """kind: grammar
+grammar:
+  start: S
+  terminals: {a: the a}
+  productions:
+    S: "S S S | a"
+"""
+LONG_SEED = 1
+LONG_SIZES = (200, 1_000, 3_000, 10_000)
+LONG_GOAL = 3.0  # the longest run's time per move, as a multiple of the 200-move run's
+
+
+def plan_moves(path: Path, moves: int) -> dict[str, Any]:
+    """Plan with the seeded random chooser under a move budget; return time per move."""
+    problem = api.compile_problem(path, task="a long plan")
+    planner = Planner(
+        problem.pda,
+        problem.lookahead,
+        make_model(f"random:{LONG_SEED}"),
+        problem.prompter(),
+        Budgets(max_steps=moves, max_backtracks=None),
+    )
+    outcome = "plan"
+    try:
+        planner.run()
+    except NoPlanError:
+        outcome = "budget"
+    stats = planner.stats
+    return {
+        "moves": stats.steps,
+        "choice_points": stats.choice_points,
+        "seconds": round(stats.seconds, 4),
+        "ms_per_move": ms(stats.seconds / max(1, stats.steps)),
+        "outcome": outcome,
+    }
+
+
+def bench_long_plans(folder: Path, quick: bool) -> dict[str, Any]:
+    """Time per move at growing move budgets (median of a few runs each)."""
+    path = folder / "recursive.yaml"
+    path.write_text(RECURSIVE, encoding="utf-8")
+    sizes = LONG_SIZES[:3] if quick else LONG_SIZES
+    runs: dict[str, Any] = {}
+    for size in sizes:
+        tries = [plan_moves(path, size) for _ in range(1 if quick else 3)]
+        runs[str(size)] = sorted(tries, key=lambda r: r["ms_per_move"])[len(tries) // 2]
+    first, last = runs[str(sizes[0])], runs[str(sizes[-1])]
+    ratio = last["ms_per_move"] / first["ms_per_move"] if first["ms_per_move"] else 0.0
+    return {
+        "domain": "S: S S S | a (random model, seed 1)",
+        "runs": runs,
+        "ratio_longest_to_shortest": round(ratio, 2),
+        "goal_ratio": LONG_GOAL,
+    }
+
+
 # -- report ----------------------------------------------------------------------------------
 
 
@@ -331,6 +399,21 @@ def report(results: dict[str, Any]) -> str:
             rows.append(
                 (f"planner {name}", f"no run finished ({s.get('timeouts_20s')} timeouts)", "")
             )
+    long = results["long_plans"]
+    sizes = list(long["runs"])
+    for size in sizes:
+        r = long["runs"][size]
+        rows.append(
+            (f"plan {r['moves']} moves ({r['outcome']})", f"{r['ms_per_move']:.3f} ms/move", "")
+        )
+    ratio = long["ratio_longest_to_shortest"]
+    rows.append(
+        (
+            f"time per move, {sizes[-1]} vs {sizes[0]} moves",
+            f"{ratio:.2f}x",
+            f"< {LONG_GOAL:g}x: {verdict(ratio, LONG_GOAL)}",
+        )
+    )
     width = max(len(r[0]) for r in rows)
     value_width = max(len(r[1]) for r in rows)
     lines = [f"{'measure':<{width}}  {'figure':<{value_width}}  goal"]
@@ -353,6 +436,7 @@ def main() -> None:
             "compile": bench_compile(big),
             "queries": bench_queries(big, args.quick),
             "planner": bench_planner(big, args.quick),
+            "long_plans": bench_long_plans(Path(tmp), args.quick),
         }
     results["bench_seconds"] = round(time.perf_counter() - begin, 1)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from fllm_cli.automaton.pda import PDA, Config, DeadEndCheck, StackItem, Transition
+from fllm_cli.automaton.pda import PDA, Config, DeadEndCheck, PrefixCache, StackItem, Transition
 from fllm_cli.diagnostics import did_you_mean
 from fllm_cli.domain.model import AutomatonSpec
 
@@ -164,6 +164,174 @@ def pda_from_spec(spec: AutomatonSpec) -> ExplicitPDA:
     )
 
 
+class Saturation:
+    """Which configurations can still reach acceptance, as a finite automaton over stacks.
+
+    This is the saturation construction of ``pre*`` for pushdown systems (Bouajjani, Esparza
+    and Maler, 1997). The control states are the (state, counters) pairs reachable when the
+    stack is ignored, counters without a maximum clamped at their minimum. An automaton over
+    stack words, read top first from a control state, starts by accepting the accepting
+    configurations (a control state that accepts, then a stack whose top is allowed, then
+    anything); each rule ``(c, γ) -> (c', w)`` then adds an edge ``c --γ--> q`` for every ``q``
+    that ``c'`` reaches by reading ``w``, until nothing changes. A configuration can be
+    completed exactly when the automaton accepts it, however high its stack.
+
+    A query folds the stack bottom first into the set of automaton states from which the rest
+    of the stack leads to acceptance (a bit mask), so the per-item work is bounded by the
+    automaton's size, and :class:`PrefixCache` keeps it to the items pushed since the last
+    query. ``ready`` is False when the control states or the saturation work pass their
+    limits; the caller then falls back to its bounded search.
+    """
+
+    def __init__(self, pda: ExplicitPDA, max_controls: int = 2_000, max_work: int = 2_000_000):
+        self.pda = pda
+        self.ready = False
+        self.work = 0
+        low, high = pda.counter_min, pda.counter_max
+        self.clamp = tuple(lo if hi is None else None for lo, hi in zip(low, high))
+        symbols: dict[str, None] = {}
+        for sym in (*pda.stack_alphabet, *pda.initial_stack, *pda.accept_tops):
+            symbols.setdefault(sym, None)
+        for t in pda.transitions:
+            for sym in t.push:
+                if sym != ANY:
+                    symbols.setdefault(sym, None)
+        self.symbols = {sym: k for k, sym in enumerate(symbols)}
+        controls = self._controls(max_controls)
+        if controls is None:
+            return
+        self.controls = controls
+        rules = self._rules()
+        if rules is None:
+            return
+        self._saturate(rules, max_work)
+
+    def control(self, config: Config) -> int | None:
+        """Return the control state of a configuration (None if it was never reached)."""
+        counts = config.counts
+        if any(c is not None for c in self.clamp):
+            counts = tuple(v if c is None else min(v, c) for v, c in zip(counts, self.clamp))
+        return self.controls.get((config.state, counts))
+
+    def _next_counts(self, counts: tuple[int, ...], index: int) -> tuple[int, ...] | None:
+        ci = self.pda.counts_into[index]
+        if ci is None:
+            return counts
+        high, cap = self.pda.counter_max[ci], self.clamp[ci]
+        if high is not None and counts[ci] >= high:
+            return None
+        value = counts[ci] + 1 if cap is None else min(counts[ci] + 1, cap)
+        return (*counts[:ci], value, *counts[ci + 1 :])
+
+    def _controls(self, limit: int) -> dict[tuple[str, tuple[int, ...]], int] | None:
+        pda = self.pda
+        start = (pda.start, tuple(0 for _ in pda.counter_names))
+        found = {start: 0}
+        todo = [start]
+        by_state: dict[str, set[int]] = {}
+        for sym in self.symbols:
+            for state in pda.states:
+                by_state.setdefault(state, set()).update(pda.moves.get((state, sym), ()))
+        while todo:
+            state, counts = todo.pop()
+            for index in sorted(by_state.get(state, ())):
+                nxt = self._next_counts(counts, index)
+                if nxt is None:
+                    continue
+                key = (pda.transitions[index].target, nxt)
+                if key not in found:
+                    if len(found) >= limit:
+                        return None
+                    found[key] = len(found)
+                    todo.append(key)
+        return found
+
+    def _rules(self) -> list[tuple[int, int, int, tuple[int, ...]]] | None:
+        pda = self.pda
+        rules = []
+        for (state, counts), c in self.controls.items():
+            for sym, g in self.symbols.items():
+                for index in pda.moves.get((state, sym), ()):
+                    nxt = self._next_counts(counts, index)
+                    if nxt is None:
+                        continue
+                    t = pda.transitions[index]
+                    push = tuple(self.symbols[sym if s == ANY else s] for s in t.push)
+                    rules.append((c, g, self.controls[(t.target, nxt)], push))
+        return rules
+
+    def _saturate(self, rules: list[tuple[int, int, int, tuple[int, ...]]], max_work: int) -> None:
+        pda = self.pda
+        n_sym = len(self.symbols)
+        sink = len(self.controls)  # accepts whatever is left of the stack
+        n_states = sink + 1
+        succ = [0] * (n_states * n_sym)  # succ[q * n_sym + g]: bit mask of edge targets
+        finals = 1 << sink
+        tops = [self.symbols[s] for s in pda.accept_tops]
+        for g in range(n_sym):
+            succ[sink * n_sym + g] = 1 << sink
+        for (state, counts), c in self.controls.items():
+            met = all(v >= m for v, m in zip(counts, pda.counter_min))
+            if state not in pda.accept or not met:
+                continue
+            if tops:
+                for g in tops:
+                    succ[c * n_sym + g] |= 1 << sink
+            else:
+                finals |= 1 << c
+                for g in range(n_sym):
+                    succ[c * n_sym + g] |= 1 << sink
+        changed = True
+        while changed:
+            changed = False
+            for c, g, target, push in rules:
+                self.work += 1 + len(push)
+                reach = 1 << target
+                for sym in push:
+                    out = 0
+                    while reach:
+                        low = reach & -reach
+                        out |= succ[(low.bit_length() - 1) * n_sym + sym]
+                        reach ^= low
+                    reach = out
+                    if not reach:
+                        break
+                slot = c * n_sym + g
+                if reach & ~succ[slot]:
+                    succ[slot] |= reach
+                    changed = True
+            if self.work > max_work:
+                return
+        # For the bottom-first fold: pred[g][q'] = states with an edge to q' reading g.
+        self.n_states = n_states
+        self.succ = succ
+        self.n_sym = n_sym
+        self.finals = finals
+        self.cache = PrefixCache(finals, self._fold)
+        self.ready = True
+
+    def _fold(self, below: object, symbol: str) -> int:
+        """Return the states that read ``symbol`` into a state of ``below``."""
+        mask = below if isinstance(below, int) else 0
+        g = self.symbols.get(symbol)
+        if g is None:
+            return 0
+        out = 0
+        succ, n_sym = self.succ, self.n_sym
+        for q in range(self.n_states):
+            if succ[q * n_sym + g] & mask:
+                out |= 1 << q
+        return out
+
+    def accepts(self, config: Config) -> bool | None:
+        """Return whether the configuration can reach acceptance (None: not answerable here)."""
+        c = self.control(config)
+        if c is None:
+            return None
+        mask = self.cache.summary(config.stack)
+        return bool(isinstance(mask, int) and mask >> c & 1)
+
+
 class _Frame:
     """An open configuration of the explicit search: its moves still to try."""
 
@@ -199,6 +367,15 @@ class ExplicitLookahead(DeadEndCheck):
             for low, high in zip(self.pda.counter_min, self.pda.counter_max)
         )
 
+    @cached_property
+    def saturation(self) -> Saturation | None:
+        """The exact answer for automata whose stack grows (None when it never grows or the
+        construction passes its limits: the depth-first search is used then)."""
+        if not self.pda.grows:
+            return None
+        built = Saturation(self.pda)
+        return built if built.ready else None
+
     @staticmethod
     def key(config: Config) -> Key:
         """Return what the future of a configuration depends on."""
@@ -216,6 +393,10 @@ class ExplicitLookahead(DeadEndCheck):
         At most ``budget`` configurations are expanded (``node_budget`` when None).
         """
         self.queries += 1
+        exact = self.saturation.accepts(config) if self.saturation is not None else None
+        if exact is not None:
+            self.spent = 0
+            return exact
         ok = self._search(config, self.node_budget if budget is None else budget)
         if not ok and (self._cut or self._budget <= 0):
             self.exhausted += 1

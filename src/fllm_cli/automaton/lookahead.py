@@ -32,13 +32,16 @@ handles what the look-ahead missed; ``stats.exhausted`` counts such queries.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
-from fllm_cli.automaton.pda import PDA, Config, DeadEndCheck
+from fllm_cli.automaton.pda import PDA, Config, DeadEndCheck, PrefixCache
 from fllm_cli.grammar.cfg import INF, Grammar
 
 ANY_TOOL = "@tool"
 
 State = tuple[tuple[str, ...], tuple[int, ...], int, frozenset[str]]
+# Uses per limited terminal, tool steps, costly pending nonterminals, free ones (see _fold).
+Summary = tuple[tuple[int, ...], int, tuple[str, ...], frozenset[str]]
 
 
 @dataclass
@@ -96,6 +99,11 @@ class GrammarLookahead(DeadEndCheck):
         self.exhausted_last = False
         self._budget = self.node_budget
         self._cycle = False
+        # Stack contents are folded into a bounded summary, cached per stack item (see
+        # ``_fold``), so a query does not walk a stack that grows with the plan.
+        self._capacity = sum(g.limits) + (g.max_tools or 0)
+        empty: Summary = ((0,) * len(g.limits), 0, (), frozenset())
+        self._prefixes = PrefixCache(empty, self._fold)  # type: ignore[arg-type]
         # Cheaper productions first: the search finds a completion sooner.
         self.order = {
             n: sorted(idx, key=lambda i: self._prod_cost(i)) for n, idx in g.by_lhs.items()
@@ -163,29 +171,62 @@ class GrammarLookahead(DeadEndCheck):
         self.spent = 0
         if self.pda.is_accepting(config):
             return True
+        g = self.g
         need = self.initial_need() if config.tools == 0 else frozenset()
-        tools_used = config.tools if self.g.max_tools is not None else min(config.tools, 1)
+        tools_used = config.tools if g.max_tools is not None else min(config.tools, 1)
         counts, tools = config.counts, tools_used
         pending: list[str] = []
         if config.state == self.pda.start:
-            pending.append(self.g.start)
+            pending.append(g.start)
         else:
-            for item in config.stack:
-                sym = item.symbol
-                if sym == self.pda.bottom:
-                    continue
-                if self.g.is_terminal(sym):
-                    charged = self._charge(sym, counts, tools, need)
-                    if charged is None:
-                        return False
-                    counts, tools, need = charged
+            # The terminals on the stack will be read: charge them all at once (the limits
+            # only compare totals, so the order does not matter).
+            summary = cast(Summary, self._prefixes.summary(config.stack))
+            delta, tool_steps, nonfree, free = summary
+            if any(delta):
+                counts = tuple(c + d for c, d in zip(counts, delta))
+                if any(c > lim for c, lim in zip(counts, g.limits)):
+                    return False
+            if tool_steps:
+                if g.max_tools is None:
+                    tools = 1
+                elif tools + tool_steps > g.max_tools:
+                    return False
                 else:
-                    pending.append(sym)
+                    tools += tool_steps
+                need = need - {ANY_TOOL}
+            pending = [*nonfree, *sorted(free)]
         ok = self._search(self._normalise(pending, need), counts, tools, need, budget)
         if self._budget <= 0 and not ok:
             self.stats.exhausted += 1
             return True
         return ok
+
+    def _fold(self, below: Summary, sym: str) -> Summary:
+        """Add one stack symbol (above ``below``) to a stack summary.
+
+        A summary holds what a query needs of the stack: the uses of each limited terminal and
+        the tool steps its terminals will add (capped just past what any limit allows), the
+        pending nonterminals that cost something (capped one past the total of all limits:
+        more can never fit), and the set of free ones (a query keeps at most one copy of each).
+        """
+        delta, tool_steps, nonfree, free = below
+        g = self.g
+        if sym == self.pda.bottom:
+            return below
+        if g.is_terminal(sym):
+            li = g.limit_index.get(sym, -1)
+            if li >= 0 and delta[li] <= g.limits[li]:
+                delta = (*delta[:li], delta[li] + 1, *delta[li + 1 :])
+            cap = 1 if g.max_tools is None else g.max_tools + 1
+            if g.terminal[sym].kind == "tool" and tool_steps < cap:
+                tool_steps += 1
+            return delta, tool_steps, nonfree, free
+        if sym in self.free:
+            return below if sym in free else (delta, tool_steps, nonfree, free | {sym})
+        if len(nonfree) > self._capacity:
+            return below
+        return delta, tool_steps, (*nonfree, sym), free
 
     def word_exists(self, need: frozenset[str] = frozenset()) -> bool:
         """Return True if some word of the grammar contains every terminal in ``need``."""

@@ -287,3 +287,43 @@ class DeadEndCheck:
                 out.append((index, nxt))
             left = max(0, left - self.spent)
         return out
+
+
+class PrefixCache:
+    """Summaries of stack prefixes, computed once per stack item and reused across queries.
+
+    A look-ahead that folds a whole stack into a small summary (bottom first) would walk the
+    stack at every query, and stacks grow with the plan. Stacks made by :meth:`PDA.step` (and
+    :meth:`initial`) share their lower part with the configuration they came from: only the
+    pushed items are new objects, so an item object, at a given height, always has the same
+    items below it. The summary of the prefix that ends at an item is therefore stored against
+    the item itself (a reference is kept, so its ``id`` cannot be reused), and a query only
+    folds the items above the highest one already seen. ``fold(summary, symbol)`` must depend
+    on the symbols alone. The cache is emptied when it holds ``limit`` items.
+    """
+
+    def __init__(self, empty: object, fold: Callable[[object, str], object], limit: int = 200_000):
+        self.empty = empty
+        self.fold = fold
+        self.limit = limit
+        self.folds = 0  # symbols folded in all (a measure of the work done)
+        self._seen: dict[int, tuple[StackItem, int, object]] = {}
+
+    def summary(self, stack: tuple[StackItem, ...]) -> object:
+        """Return the summary of the whole stack."""
+        seen = self._seen
+        base, start = self.empty, 0
+        for height in range(len(stack) - 1, -1, -1):
+            item = stack[height]
+            entry = seen.get(id(item))
+            if entry is not None and entry[0] is item and entry[1] == height:
+                base, start = entry[2], height + 1
+                break
+        if len(seen) + len(stack) - start > self.limit:
+            seen.clear()
+        for height in range(start, len(stack)):
+            item = stack[height]
+            base = self.fold(base, item.symbol)
+            seen[id(item)] = (item, height, base)
+        self.folds += len(stack) - start
+        return base

@@ -5,16 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fllm_cli.automaton.pda import PDA, Config, StackItem
+from fllm_cli.automaton.pda import PDA, Config, Cons, Node, StackItem
 from fllm_cli.domain.model import Domain, Task, template_for
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.grammar.compile import set_links
-from fllm_cli.plan.grammar_steps import (
-    chosen_elements,
-    parent_step_of,
-    progress_steps,
-    set_question,
-)
+from fllm_cli.plan.grammar_steps import set_question, set_step_text
 from fllm_cli.prompts import render, render_string
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
@@ -38,14 +33,20 @@ def head_terminal(g: Grammar, production: int) -> str | None:
     return rhs[0] if rhs and g.is_terminal(rhs[0]) else None
 
 
-def slot_text(g: Grammar, config: Config, item: StackItem) -> str:
-    """Describe what a stack item stands for: 'the input image of "Colorization"'."""
+def slot_text(g: Grammar, config: Config, item: StackItem, branch: Branch | None = None) -> str:
+    """Describe what a stack item stands for: 'the input image of "Colorization"'.
+
+    ``branch``, synced to ``config``, saves listing the configuration's nodes.
+    """
     phrase = g.phrase(item.symbol)
     if item.parent < 0:
         return f"the final output ({phrase})"
-    nodes = config.node_list()
-    prod = g.productions[nodes[item.parent].production]
-    head = head_terminal(g, nodes[item.parent].production)
+    if branch is None:
+        branch = Branch(g, {})
+        branch.sync(config)
+    production = branch.nodes[item.parent].production
+    prod = g.productions[production]
+    head = head_terminal(g, production)
     owner = head if head is not None else g.phrase(prod.lhs)
     inputs = [s for s in prod.rhs if not g.is_terminal(s)]
     if len(inputs) <= 1:
@@ -74,25 +75,174 @@ def option_for(g: Grammar, pda: PDA, transition: int) -> Option:
     return Option(p.description or body, str(p), p.description)
 
 
-def progress_lines(g: Grammar, config: Config) -> list[str]:
-    """Return 'Step n: Use X;' lines for the tools chosen so far, then the open step."""
-    lines: list[str] = []
-    nodes = config.node_list()
-    k = 0
-    for node in nodes:
+# How many progress entries a prompt shows: the most recent ones, after one line that counts
+# the earlier ones. Plans of real domains stay far below it; a long plan would otherwise make
+# every prompt (and the work of building it) grow with the plan.
+WINDOW = 50
+
+
+def step_label(k: int) -> str:
+    """Return the label of the k-th step decided (0: the last step of the plan)."""
+    return "Step n" if k == 0 else f"Step (n-{k})"
+
+
+def earlier_lines(hidden: int) -> str:
+    """Return the progress line that stands for ``hidden`` earlier step lines."""
+    return f"{step_label(0)} to {step_label(hidden - 1)}: {hidden} earlier steps, not shown;"
+
+
+def earlier_steps(hidden: int) -> str:
+    """Return the entry that stands for ``hidden`` earlier step texts."""
+    return f"({hidden} earlier steps, not shown)"
+
+
+class Branch:
+    """The derivation nodes of the configuration last prompted for, with what prompts need.
+
+    A configuration keeps its nodes as a persistent list (one cell per node, sharing the tail
+    with the configuration it came from), so a cell stands for its node and everything before
+    it. The index keeps the cells of the current branch; for a new configuration it walks back
+    only to the first cell it already holds, drops what lies beyond (a backtrack) and adds the
+    new nodes. Each node is therefore processed once, not at every choice point.
+
+    Per node it keeps the production, the head terminal, the set it belongs to (the index of
+    the node that opened the set) with the elements chosen in it so far, and the latest child
+    in the same set; and, in order, the nodes that make a progress line and those that make a
+    step entry.
+    """
+
+    def __init__(self, g: Grammar, links: dict[str, Any]) -> None:
+        self.g = g
+        self.links = links
+        self.cells: list[Cons] = []
+        self.nodes: list[Node] = []
+        self.heads: list[str | None] = []
+        self.roots: list[int | None] = []
+        self.chosen: list[tuple[str, ...]] = []
+        self.set_child: list[int] = []
+        self.lines: list[int] = []  # nodes that make a progress line
+        self.steps: list[int] = []  # nodes that make a step entry
+        self.visits = 0  # nodes processed in all
+
+    def sync(self, config: Config) -> None:
+        """Make the index describe ``config``'s nodes."""
+        new: list[tuple[Cons, Node]] = []
+        cell: Cons = config.nodes
+        k = config.n_nodes - 1
+        while cell is not None and not (k < len(self.cells) and self.cells[k] is cell):
+            node = cell[0]
+            if isinstance(node, Node):
+                new.append((cell, node))
+            cell = cell[1]
+            k -= 1
+        self._truncate(k + 1)
+        for added, node in reversed(new):
+            self._add(added, node)
+
+    def _truncate(self, size: int) -> None:
+        if size >= len(self.cells):
+            return
+        for column in (self.cells, self.nodes, self.heads, self.roots, self.chosen):
+            del column[size:]
+        del self.set_child[size:]
+        while self.lines and self.lines[-1] >= size:
+            self.lines.pop()
+        while self.steps and self.steps[-1] >= size:
+            self.steps.pop()
+
+    def _add(self, cell: Cons, node: Node) -> None:
+        g = self.g
+        i = len(self.cells)
+        self.visits += 1
+        production = g.productions[node.production]
         head = head_terminal(g, node.production)
-        if head is None or g.terminal[head].kind == "input":
-            continue
-        label = "Step n" if k == 0 else f"Step (n-{k})"
-        use = f"Use {head}" if g.terminal[head].kind == "tool" else g.phrase(head)
-        if k and node.parent >= 0:
-            parent_head = head_terminal(g, nodes[node.parent].production)
-            if parent_head is not None:
-                use += f" (its output feeds {parent_head})"
-        lines.append(f"{label}: {use};")
-        k += 1
-    lines.append(("Step n" if k == 0 else f"Step (n-{k})") + ": ?")
-    return lines
+        link = self.links.get(production.lhs)
+        root: int | None = None
+        chosen: tuple[str, ...] = ()
+        if link is not None:
+            inside = link[1] != 0 and node.parent >= 0
+            root = self.roots[node.parent] if inside else i
+            if inside:
+                chosen = self.chosen[node.parent]
+                self.set_child[node.parent] = i
+            if production.rhs and g.is_terminal(production.rhs[0]):
+                chosen = (*chosen, link[0].elements[link[1]])
+        self.cells.append(cell)
+        self.nodes.append(node)
+        self.heads.append(head)
+        self.roots.append(root)
+        self.chosen.append(chosen)
+        self.set_child.append(-1)
+        if head is not None and g.terminal[head].kind != "input":
+            self.lines.append(i)
+        if root == i or (root is None and production.description):
+            self.steps.append(i)
+
+    def set_chosen(self, root: int) -> list[str]:
+        """Return the elements chosen so far in the set opened at node ``root``."""
+        last = root
+        while True:
+            child = self.set_child[last]
+            if not (
+                last < child < len(self.nodes)
+                and self.nodes[child].parent == last
+                and self.roots[child] == root
+            ):
+                return list(self.chosen[last])
+            last = child
+
+    def progress(self, window: int) -> list[str]:
+        """Return the progress lines of the last ``window`` steps, then the open step."""
+        g = self.g
+        total = len(self.lines)
+        first = max(0, total - window)
+        out = [earlier_lines(first)] if first else []
+        for k in range(first, total):
+            node = self.nodes[self.lines[k]]
+            head = self.heads[self.lines[k]]
+            assert head is not None
+            use = f"Use {head}" if g.terminal[head].kind == "tool" else g.phrase(head)
+            if k and node.parent >= 0:
+                parent_head = self.heads[node.parent]
+                if parent_head is not None:
+                    use += f" (its output feeds {parent_head})"
+            out.append(f"{step_label(k)}: {use};")
+        out.append(f"{step_label(total)}: ?")
+        return out
+
+    def step_texts(self, window: int) -> list[str]:
+        """Return the step texts decided so far (top-down), the last ``window`` of them."""
+        g = self.g
+        total = len(self.steps)
+        first = max(0, total - window)
+        out = [earlier_steps(first)] if first else []
+        for i in self.steps[first:]:
+            node = self.nodes[i]
+            p = g.productions[node.production]
+            if self.roots[i] == i:
+                s = self.links[p.lhs][0]
+                parent = self.parent_step(node.parent)
+                out.append(set_step_text(s, self.set_chosen(i), parent))
+            else:
+                out.append(p.description)
+        return out
+
+    def parent_step(self, parent: int) -> str:
+        """Return the step text of node ``parent`` ('' for none)."""
+        if parent < 0 or parent >= len(self.nodes):
+            return ""
+        return self.g.productions[self.nodes[parent].production].description
+
+
+def progress_lines(g: Grammar, config: Config, window: int | None = None) -> list[str]:
+    """Return 'Step n: Use X;' lines for the tools chosen so far, then the open step.
+
+    With ``window``, only the lines of the last ``window`` steps, after one that counts the
+    earlier ones.
+    """
+    branch = Branch(g, {})
+    branch.sync(config)
+    return branch.progress(len(branch.lines) if window is None else window)
 
 
 class Prompter:
@@ -116,6 +266,8 @@ class Prompter:
         self.intro = domain.intro
         if domain.vars and domain.intro:
             self.intro = render_string(domain.intro, self.vars, f"{domain.path}: intro").strip()
+        self.window = WINDOW
+        self.branch = Branch(grammar, self.links)
 
     def _set_choice(self, config: Config, moves: list[int]) -> tuple[str, list[Option]] | None:
         """Return (question, yes/no options) when the top of the stack decides a set element."""
@@ -125,17 +277,17 @@ class Prompter:
             return None
         s, k = link
         element = s.elements[k]
-        nodes = config.node_list()
+        nodes = self.branch.nodes
         g = self.grammar
         if k == 0:
             chosen: list[str] = []
-            parent_step = parent_step_of(g, nodes, top.parent)
+            parent_step = self.branch.parent_step(top.parent)
         else:
             root = top.parent  # walk up the chain to the node that opened the set
             while self.links[g.productions[nodes[root].production].lhs][1] != 0:
                 root = nodes[root].parent
-            chosen = chosen_elements(g, self.links, nodes, root)
-            parent_step = parent_step_of(g, nodes, nodes[root].parent)
+            chosen = self.branch.set_chosen(root)
+            parent_step = self.branch.parent_step(nodes[root].parent)
         options = []
         for m in moves:
             rhs = self.grammar.productions[self.pda.transitions[m].production or 0].rhs
@@ -149,11 +301,12 @@ class Prompter:
         g = self.grammar
         top = config.top
         assert top is not None
+        branch = self.branch
+        branch.sync(config)
         parent = None
-        nodes = config.node_list()
         if top.parent >= 0:
-            parent = head_terminal(g, nodes[top.parent].production)
-        parent_step = parent_step_of(g, nodes, top.parent)
+            parent = branch.heads[top.parent]
+        parent_step = branch.parent_step(top.parent)
         choices = [option_for(g, self.pda, m) for m in moves]
         question = ""
         set_choice = self._set_choice(config, moves)
@@ -163,8 +316,8 @@ class Prompter:
             "task": self.task.text,
             "domain": self.domain.name,
             "intro": self.intro,
-            "progress": progress_lines(g, config),
-            "target": slot_text(g, config, top),
+            "progress": branch.progress(self.window),
+            "target": slot_text(g, config, top, branch),
             "symbol": top.symbol,
             "phrase": g.phrase(top.symbol),
             "parent": parent,
@@ -175,7 +328,7 @@ class Prompter:
             "output": self.task.output,
             "question": question,
             "state": config.state,
-            "steps": progress_steps(g, self.links, nodes),
+            "steps": branch.step_texts(self.window),
             "parent_step": parent_step,
             "vars": dict(self.vars),
         }
