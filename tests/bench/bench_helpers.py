@@ -49,3 +49,17 @@ def scripted_pool(answer: Callable[[str, tuple[str, ...]], str]) -> ModelPool:
 def first_option(_prompt: str, _options: tuple[str, ...]) -> str:
     """Always choose option 1."""
     return "1"
+
+
+TIMING = ("seconds",)
+
+
+def comparable(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Each unit's row without its timing fields, keyed by (id, strategy)."""
+    out = {}
+    for row in report["results"]:
+        row = {**row, "stats": {k: v for k, v in row["stats"].items() if k not in TIMING}}
+        if row.get("plan"):
+            row["plan"] = {k: v for k, v in row["plan"].items() if k != "stats"}
+        out[(str(row["id"]), row["strategy"])] = row
+    return out

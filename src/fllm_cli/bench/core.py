@@ -2,26 +2,35 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fllm_cli.api import load_domain
 from fllm_cli.bench import report as rep
-from fllm_cli.bench.runner import ModelPool, OnResult, pending_pairs, run_pairs
+from fllm_cli.bench.limiter import Limiter
+from fllm_cli.bench.results import ResultsWriter, read_results
+from fllm_cli.bench.runner import (
+    ModelPool,
+    OnResult,
+    RunState,
+    make_pool,
+    pending_pairs,
+    run_pairs,
+    seed_base,
+)
 from fllm_cli.bench.scoring import summarize
 from fllm_cli.bench.strategies import STRATEGIES, BenchConfig, Outcome
 from fllm_cli.bench.tasks import BenchTask, LineError, load_tasks
 from fllm_cli.diagnostics import did_you_mean
 from fllm_cli.domain.model import Domain
 from fllm_cli.errors import UsageError
-from fllm_cli.llm.base import Model
-from fllm_cli.llm.registry import ModelOptions, make_model, parse_model_spec, resolve_model_name
+from fllm_cli.llm.registry import ModelOptions, resolve_model_name
 from fllm_cli.search.planner import Budgets
 
-SHARED_LOCKED = ("local", "scripted", "replay")
+EXECUTORS = ("local", "ray")
 
 
 @dataclass
@@ -41,6 +50,13 @@ class BenchOptions:
     budgets: Budgets = field(default_factory=Budgets)
     strict: bool = False
     previous: dict[str, Any] | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+    workers: int | None = None
+    rate_limit: float | None = None
+    results_file: str | None = None
+    resume_results: bool = False
+    ray_init: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,21 +80,6 @@ def parse_strategies(text: str) -> list[str]:
                 f"(choose from {', '.join(STRATEGIES)})"
             )
     return list(dict.fromkeys(names))
-
-
-def make_pool(spec: str | None, options: ModelOptions) -> tuple[ModelPool, Model | None]:
-    """Return the pool for a ``--model`` string and the shared model to close (if any)."""
-    name = resolve_model_name(spec).strip()
-    kind, arg = parse_model_spec(name)
-    if kind == "random":
-        make_model(name)  # validates the seed
-        base = int(arg) if arg else None
-        from fllm_cli.llm.simple import RandomModel
-
-        return ModelPool(lambda i: RandomModel(None if base is None else base + i)), None
-    shared = make_model(name, options)
-    lock = threading.Lock() if kind in SHARED_LOCKED else None
-    return ModelPool(lambda _i: shared, lock), shared
 
 
 def load_inputs(
@@ -113,20 +114,76 @@ def run_bench(
     on_start: Callable[[int], None] | None = None,
 ) -> BenchRun:
     """Run the benchmark; a stop (Ctrl-C, --max-cost) returns a partial report."""
+    if opts.executor not in EXECUTORS:
+        raise UsageError(f"unknown executor '{opts.executor}' (choose from {', '.join(EXECUTORS)})")
+    if opts.executor == "ray":
+        from fllm_cli.bench.ray_executor import import_ray
+
+        import_ray()  # says how to install it before any work is done
     domain = load_domain(opts.spec) if isinstance(opts.spec, str) else opts.spec
     tasks, examples, bad = load_inputs(opts, domain)
-    previous = _previous_results(opts.previous, domain)
-    done = rep.done_pairs(previous)
-    kept = [r for r in previous if (str(r["id"]), r["strategy"]) in done]
     model_name = resolve_model_name(opts.model)
-    config = BenchConfig(domain, model_name, opts.strategies, examples, opts.budgets)
-    shared = None
-    if pool is None:
-        pool, shared = make_pool(opts.model, opts.model_options)
+    config = BenchConfig(
+        domain, model_name, opts.strategies, examples, opts.budgets, seed_base=seed_base(opts.model)
+    )
+    previous = _previous_results(opts.previous, domain)
+    previous += _results_file_rows(opts, domain, model_name, tasks, config)
+    done = rep.done_pairs(previous)
+    kept = _dedup([r for r in previous if (str(r["id"]), r["strategy"]) in done])
     pairs = pending_pairs(tasks, opts.strategies, done)
+    writer = _writer(opts, domain, model_name)
+    on_result = _chain(writer.append if writer else None, on_result)
     if on_start is not None:
         on_start(len(pairs))
     start = time.perf_counter()
+    try:
+        state, facts = _execute(opts, config, pairs, pool, on_result)
+    finally:
+        if writer is not None:
+            writer.close()
+    wall = time.perf_counter() - start
+    results = _merge(kept, [o.result for o in state.outcomes], opts.strategies)
+    finished = {(str(r["id"]), r["strategy"]) for r in results}
+    missing = pending_pairs(tasks, opts.strategies, finished)
+    report = _report(opts, domain, model_name, results, bad, wall)
+    facts["resumed"] = len(kept)
+    report["executor"] = facts
+    if opts.results_file:
+        report["results_file"] = opts.results_file
+    report["partial"] = bool(missing) or state.stopped is not None
+    report["stopped"] = state.stopped
+    return BenchRun(report, _records(state.outcomes), bad)
+
+
+def _execute(
+    opts: BenchOptions,
+    config: BenchConfig,
+    pairs: list[Any],
+    pool: ModelPool | None,
+    on_result: OnResult | None,
+) -> tuple[RunState, dict[str, Any]]:
+    """Run the pending pairs on the chosen executor; return the state and executor facts."""
+    if opts.executor == "ray":
+        from fllm_cli.bench.ray_executor import RayOptions, run_pairs_ray
+
+        ray_opts = RayOptions(
+            opts.ray_address, opts.workers, opts.rate_limit, init_args=opts.ray_init
+        )
+        return run_pairs_ray(
+            config,
+            pairs,
+            opts.model,
+            opts.model_options,
+            ray_opts,
+            max_cost=opts.max_cost,
+            on_result=on_result,
+        )
+    shared = None
+    if pool is None:
+        pool, shared = make_pool(opts.model, opts.model_options)
+    limiter = Limiter(opts.rate_limit) if opts.rate_limit else None
+    if limiter is not None:
+        pool = ModelPool(pool.make, pool.lock, limiter.reserve)
     try:
         state = run_pairs(
             config,
@@ -139,14 +196,79 @@ def run_bench(
     finally:
         if shared is not None:
             shared.close()
-    wall = time.perf_counter() - start
-    results = _merge(kept, [o.result for o in state.outcomes], opts.strategies)
-    finished = {(str(r["id"]), r["strategy"]) for r in results}
-    missing = pending_pairs(tasks, opts.strategies, finished)
-    report = _report(opts, domain, model_name, results, bad, wall)
-    report["partial"] = bool(missing) or state.stopped is not None
-    report["stopped"] = state.stopped
-    return BenchRun(report, _records(state.outcomes), bad)
+    facts: dict[str, Any] = {"name": "local", "workers": opts.concurrency, "retried": []}
+    if limiter is not None:
+        facts["rate_limit"] = {"per_second": opts.rate_limit, "granted": limiter.count()}
+    return state, facts
+
+
+def _chain(*calls: OnResult | None) -> OnResult | None:
+    """Return one callback calling each given one in turn (None when none is given)."""
+    real = [c for c in calls if c is not None]
+    if not real:
+        return None
+
+    def both(row: dict[str, Any]) -> None:
+        for call in real:
+            call(row)
+
+    return both
+
+
+def _writer(opts: BenchOptions, domain: Domain, model_name: str) -> ResultsWriter | None:
+    if not opts.results_file:
+        return None
+    header = {
+        "domain": domain.name,
+        "domain_path": domain.path,
+        "tasks_file": opts.tasks_file,
+        "model": model_name,
+        "strategies": opts.strategies,
+    }
+    return ResultsWriter(opts.results_file, header)
+
+
+def _results_file_rows(
+    opts: BenchOptions,
+    domain: Domain,
+    model_name: str,
+    tasks: list[BenchTask],
+    config: BenchConfig,
+) -> list[dict[str, Any]]:
+    """Return the finished units of this run already in the results file."""
+    path = opts.results_file
+    if not path or not Path(path).exists() or Path(path).stat().st_size == 0:
+        if opts.resume_results and path:
+            raise UsageError(f"no such results file to resume: '{path}'")
+        return []
+    log = read_results(path)
+    if log.header.get("domain") != domain.name:
+        raise UsageError(
+            f"'{path}' holds results for domain '{log.header.get('domain')}', not '{domain.name}'"
+        )
+    seeds = {str(t.id): config.seed(i) for i, t in enumerate(tasks)}
+    wanted = set(opts.strategies)
+    rows = [
+        r
+        for r in log.for_model(model_name)
+        if str(r["id"]) in seeds
+        and r["strategy"] in wanted
+        and r.get("seed") == seeds[str(r["id"])]
+    ]
+    if rows and not opts.resume_results:
+        raise UsageError(
+            f"'{path}' already holds {len(rows)} result(s) of this run; add --resume to continue "
+            "it, or give another --results file"
+        )
+    return rows
+
+
+def _dedup(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Keep the last row of each (id, strategy): a results file overrides a resumed report."""
+    last: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:
+        last[(str(row["id"]), row["strategy"])] = row
+    return list(last.values())
 
 
 def _previous_results(previous: dict[str, Any] | None, domain: Domain) -> list[dict[str, Any]]:

@@ -15,9 +15,13 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+from fllm_cli.bench.limiter import Reserve, limited
 from fllm_cli.bench.strategies import BenchConfig, Outcome, run_pair
 from fllm_cli.bench.tasks import BenchTask
 from fllm_cli.llm.base import Model
+from fllm_cli.llm.registry import ModelOptions, make_model, parse_model_spec, resolve_model_name
+
+SHARED_LOCKED = ("local", "scripted", "replay")
 
 OnResult = Callable[[dict[str, Any]], None]
 
@@ -28,12 +32,35 @@ class ModelPool:
 
     make: Callable[[int], Model]
     lock: threading.Lock | None = None
+    reserve: Reserve | None = None
 
     @contextmanager
     def borrow(self, index: int) -> Iterator[Model]:
         """Yield the model for task ``index``, holding the lock of a shared model."""
         with self.lock if self.lock is not None else nullcontext():
-            yield self.make(index)
+            model = self.make(index)
+            yield model if self.reserve is None else limited(model, self.reserve)
+
+
+def seed_base(spec: str | None) -> int | None:
+    """Return the base seed of a ``random:N`` model (task i uses N + i), else None."""
+    kind, arg = parse_model_spec(resolve_model_name(spec).strip())
+    return int(arg) if kind == "random" and arg else None
+
+
+def make_pool(spec: str | None, options: ModelOptions) -> tuple[ModelPool, Model | None]:
+    """Return the pool for a ``--model`` string and the shared model to close (if any)."""
+    name = resolve_model_name(spec).strip()
+    kind, _arg = parse_model_spec(name)
+    if kind == "random":
+        make_model(name)  # validates the seed
+        base = seed_base(name)
+        from fllm_cli.llm.simple import RandomModel
+
+        return ModelPool(lambda i: RandomModel(None if base is None else base + i)), None
+    shared = make_model(name, options)
+    lock = threading.Lock() if kind in SHARED_LOCKED else None
+    return ModelPool(lambda _i: shared, lock), shared
 
 
 @dataclass

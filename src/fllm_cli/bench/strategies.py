@@ -32,6 +32,11 @@ class BenchConfig:
     examples: list[BenchTask] = field(default_factory=list)
     budgets: Budgets = field(default_factory=Budgets)
     max_tokens: int = 512
+    seed_base: int | None = None
+
+    def seed(self, index: int) -> int | None:
+        """Return the seed of task ``index``'s model (random chooser), else None."""
+        return None if self.seed_base is None else self.seed_base + index
 
 
 class _TaskError(FllmError):
@@ -53,6 +58,7 @@ def run_pair(
     meter = RunMeter(model)
     start = time.perf_counter()
     row = _row(task, index, strategy)
+    row.update(model=config.model_name, seed=config.seed(index), level=task.group())
     trace: list[dict[str, Any]] = []
     try:
         problem = _problem(config.domain, task)

@@ -3,7 +3,9 @@
 One object per line::
 
     {"id": 7, "task": "Given noisy image, ...", "inputs": ["image"], "output": "text",
-     "reference": ["Image Denoising", "Image Captioning"], "vars": {...}}
+     "reference": ["Image Denoising", "Image Captioning"], "vars": {...}, "level": "easy"}
+
+``level`` (optional) groups tasks in the HTML report; without it, tasks group by interface.
 
 ``reference`` (alias ``tools``) is a list of tool names in execution order, or a plan word
 (``input:...`` items mark a word). When ``inputs``/``output`` are missing, they are read from
@@ -34,6 +36,15 @@ class BenchTask:
     reference: tuple[str, ...] | None = None
     vars: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     line: int = 0
+    level: str | None = None
+
+    def group(self) -> str:
+        """Return the task's level for reports: its ``level``, else its interface."""
+        if self.level is not None:
+            return self.level
+        if self.output is None:
+            return "all"
+        return f"{'+'.join(i.partition('=')[2] or i for i in self.inputs)}→{self.output}"
 
 
 @dataclass(frozen=True)
@@ -94,7 +105,19 @@ def parse_task(raw: str, number: int, domain: Domain) -> BenchTask:
     variables = obj.get("vars", {})
     if not isinstance(variables, dict):
         raise ValueError("'vars' must be an object")
-    return BenchTask(raw_id, text.strip(), inputs, output, reference, variables, number)
+    level = obj.get("level")
+    if level is not None and (not isinstance(level, (str, int)) or isinstance(level, bool)):
+        raise ValueError("'level' must be a string or an integer")
+    return BenchTask(
+        raw_id,
+        text.strip(),
+        inputs,
+        output,
+        reference,
+        variables,
+        number,
+        None if level is None else str(level),
+    )
 
 
 def _reference(obj: dict[str, Any]) -> tuple[str, ...] | None:

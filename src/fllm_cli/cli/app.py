@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "fllm_cli.cli.plan",
     "fllm_cli.cli.core",
     "fllm_cli.cli.bench",
+    "fllm_cli.cli.report",
     "fllm_cli.cli.agent",
     "fllm_cli.cli.solve",
 )

@@ -14,7 +14,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from fllm_cli.bench import report as rep
-from fllm_cli.bench.core import BenchOptions, BenchRun, parse_strategies, run_bench
+from fllm_cli.bench.core import EXECUTORS, BenchOptions, BenchRun, parse_strategies, run_bench
+from fllm_cli.bench.html import render_html
+from fllm_cli.bench.results import is_results_file
 from fllm_cli.cli import views
 from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
 from fllm_cli.cli.options import (
@@ -38,7 +40,7 @@ from fllm_cli.cli.safe import plain
 from fllm_cli.errors import UsageError
 from fllm_cli.search.planner import Budgets
 
-FORMATS = ("rich", "markdown", "json")
+FORMATS = ("rich", "markdown", "json", "html")
 
 
 def bench(
@@ -57,13 +59,42 @@ def bench(
         None, "--shots", min=1, help="Use at most N few-shot examples."
     ),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Run only the first N tasks."),
-    concurrency: int = typer.Option(
-        1, "--concurrency", "-j", min=1, max=64, help="Tasks run at once."
+    concurrency: int | None = typer.Option(
+        None,
+        "--concurrency",
+        "-j",
+        min=1,
+        max=1024,
+        help="Units run at once: threads (local, default 1) or Ray actors (default: cluster CPUs).",
+    ),
+    executor: str = typer.Option(
+        "local", "--executor", help="Where units run: local (threads) or ray (a Ray cluster)."
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        metavar="ADDRESS",
+        help="Ray cluster to join: auto (one started with `ray start`) or ray://HOST:PORT.",
+    ),
+    results: str | None = typer.Option(
+        None,
+        "--results",
+        metavar="FILE.jsonl",
+        help="Append each finished unit to FILE.jsonl (resumable; read by `fllm report`).",
+    ),
+    rate_limit: float | None = typer.Option(
+        None,
+        "--rate-limit",
+        min=0.001,
+        metavar="PER_SECOND",
+        help="Model requests per second across the whole run (all workers together).",
     ),
     out_file: OutOpt = None,
     fmt: str = format_option(FORMATS),
     resume: str | None = typer.Option(
-        None, "--resume", help="Continue REPORT.json, skipping finished pairs."
+        None,
+        "--resume",
+        help="Continue REPORT.json or RESULTS.jsonl, skipping finished units.",
     ),
     record: str | None = typer.Option(
         None, "--record", help="Write formal choice points with plan scores to FILE.jsonl."
@@ -85,9 +116,22 @@ def bench(
 
     Every plan is checked with the same verifier as `fllm verify`. Ctrl-C or --max-cost keep
     what is done: the report is written with "partial": true, and --resume continues it.
+    --executor ray runs the units on a Ray cluster (docs/scale.md); --results FILE.jsonl keeps
+    every finished unit as it finishes, for --resume and `fllm report`.
     """
     fmt = check_format(fmt, FORMATS)
-    out_path = out_file or resume
+    executor = executor.strip().lower()
+    if executor not in EXECUTORS:
+        raise UsageError(f"unknown executor '{executor}' (choose from {', '.join(EXECUTORS)})")
+    if ray_address and executor != "ray":
+        raise UsageError("--ray-address needs --executor ray")
+    resume_results = bool(resume) and is_results_file(resume or "")
+    if resume_results:
+        if results and Path(results).resolve() != Path(resume or "").resolve():
+            raise UsageError("--resume RESULTS.jsonl continues that file; drop --results")
+        results = resume
+    previous = rep.load_previous(resume) if resume and not resume_results else None
+    out_path = out_file or (resume if previous is not None else None)
     opts = BenchOptions(
         spec=spec,
         tasks_file=tasks_file,
@@ -97,26 +141,39 @@ def bench(
         examples_file=examples,
         shots=shots,
         limit=limit,
-        concurrency=concurrency,
+        concurrency=concurrency or 1,
         max_cost=max_cost,
         budgets=Budgets(max_llm_calls, max_backtracks, 10_000),
         strict=strict,
-        previous=rep.load_previous(resume) if resume else None,
+        previous=previous,
+        executor=executor,
+        ray_address=ray_address,
+        workers=concurrency,
+        rate_limit=rate_limit,
+        results_file=results,
+        resume_results=resume_results,
     )
-    if record and Path(record).parent and not Path(record).parent.exists():
-        raise UsageError(f"cannot write '{record}': its folder does not exist")
+    for path, what in ((record, "--record"), (results, "--results")):
+        if path and not Path(path).resolve().parent.is_dir():
+            raise UsageError(f"cannot write '{path}' ({what}): its folder does not exist")
     progress, on_result, on_start = _progress(not quiet)
     with progress:
         run = run_bench(opts, on_result=on_result, on_start=on_start)
     if not quiet:
         _warn_bad_lines(run)
-    if out_path:
+    if fmt == "html":
+        page = render_html(run.report)
+        if out_path:
+            write_atomic(out_path, page)
+        else:
+            sys.stdout.write(page)
+    elif out_path:
         write_atomic(out_path, rep.dumps(run.report))
     if record:
         _write_records(record, run.records, keep=bool(resume))
-    if not quiet:
+    if not quiet and fmt != "html":
         _emit(run, fmt)
-    _finish_note(run, out_path, quiet)
+    _finish_note(run, out_path, quiet, results)
 
 
 def _progress(enabled: bool) -> tuple[AbstractContextManager[Any], Any, Any]:
@@ -196,8 +253,8 @@ def _emit(run: BenchRun, fmt: str, console: Console | None = None) -> None:
             out.print(table)
 
 
-def _finish_note(run: BenchRun, out_path: str | None, quiet: bool) -> None:
-    """Say where the report went and whether it is partial."""
+def _finish_note(run: BenchRun, out_path: str | None, quiet: bool, results: str | None) -> None:
+    """Say where the report went, whether it is partial, and what was retried."""
     console = stderr_console()
     report = run.report
     if quiet:
@@ -205,13 +262,20 @@ def _finish_note(run: BenchRun, out_path: str | None, quiet: bool) -> None:
             raise typer.Exit(130)
         return
     if out_path:
-        console.print(f"report written to {out_path}", highlight=False)
+        console.print(plain(f"report written to {out_path}"), highlight=False)
+    retried = (report.get("executor") or {}).get("retried") or []
+    if retried:
+        console.print(
+            f"[yellow]{len(retried)} unit(s) ran again[/] after their worker died",
+            highlight=False,
+        )
     if report["partial"]:
         why = {"interrupted": "interrupted", "max_cost": "--max-cost reached"}.get(
             report.get("stopped") or "", "not every pair ran"
         )
-        again = f"; continue with --resume {out_path}" if out_path else ""
-        console.print(f"[yellow]partial report[/] ({why}){again}", highlight=False)
+        source = results or (out_path if out_path and not out_path.endswith(".html") else None)
+        again = f"; continue with --resume {source}" if source else ""
+        console.print(Text.assemble(("partial report", "yellow"), plain(f" ({why}){again}")))
     if report.get("stopped") == "interrupted":
         raise typer.Exit(130)
 
