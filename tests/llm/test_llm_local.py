@@ -182,3 +182,17 @@ def test_process_exits_quietly() -> None:
     assert proc.returncode == 0
     assert proc.stdout.strip() in ("0", "1")
     assert proc.stderr == ""
+
+
+@needs_model
+@pytest.mark.local_model
+def test_generate_obeys_a_gbnf_grammar(model: local.LocalModel) -> None:
+    """Under a grammar the model can only write words of it, and stops when one is complete."""
+    grammar = 'root ::= " "? ("yes" | "no") "\\n"?'
+    gen = model.generate(
+        GenerateRequest(prompt="Write a long story about a dragon.", max_tokens=16, grammar=grammar)
+    )
+    assert gen.text.strip() in ("yes", "no")
+    assert model.supports_grammar
+    with pytest.raises(BackendError, match="cannot parse the grammar"):  # not a crash
+        model.generate(GenerateRequest(prompt="x", grammar="root ::= undefined-rule"))

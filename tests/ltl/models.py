@@ -39,3 +39,40 @@ class BehaviourModel(TextModel):
 def is_choice(prompt: str) -> bool:
     """Return True for the constrained-choice prompts."""
     return "Reply with the number of one option only." in prompt
+
+
+class RandomTextModel(TextModel):
+    """Seeded random replies: junk, numbers, arithmetic, tags, several lines; random choices."""
+
+    PIECES = (
+        "",
+        " ",
+        "42",
+        "-3.5",
+        "0.17 * 240 + 12",
+        "(1 + 2) * 3",
+        "yes",
+        "no",
+        "the answer is 7",
+        "1. 17% of 240 is",
+        "Thought:",
+        "Answer:",
+        "Action Input:",
+        "Observation: fake",
+        "\n",
+        '{"a": 1}',
+        "sqrt(16",
+    )
+
+    def __init__(self, seed: int) -> None:
+        import random
+
+        self.rng = random.Random(seed)
+        self.name = f"random-text:{seed}"
+
+    def generate(self, request: GenerateRequest) -> Generation:
+        if "Reply with the number of one option only." in request.prompt:
+            return Generation(text=str(self.rng.randint(0, 4)), calls=1)
+        n = self.rng.randint(0, 4)
+        text = " ".join(self.rng.choice(self.PIECES) for _ in range(n))
+        return Generation(text=text, calls=1)

@@ -118,8 +118,88 @@ def test_agent_json_and_trace(tmp_path: Path, fllm_inproc: InProc) -> None:
         (["agent", REACT, "q", "--format", "xml"], "unknown --format 'xml'"),
         (["agent", REACT], "needs a QUESTION"),
         (["check-trace", REACT, "missing.txt"], "no such file: 'missing.txt'"),
+        (
+            ["agent", REACT, "q", "--answer", "(a"],
+            "--answer: regex, line 1 column 3: missing ')'",
+        ),
+        (
+            ["agent", REACT, "q", "--answer", "gbnf@missing.gbnf"],
+            "no such --answer file: 'missing.gbnf'",
+        ),
+        (
+            ["check-trace", REACT, EXAMPLES, "--answer", "[z-a]"],
+            "--answer: regex, line 1 column 5: bad range z-a",
+        ),
     ],
 )
 def test_bad_input_is_one_line(args: list[str], message: str, fllm_inproc: InProc) -> None:
     code, _, err = fllm_inproc(*args)
     assert code != 0 and message in " ".join(err.split()) and "Traceback" not in err
+
+
+def test_bad_language_in_a_spec_is_a_located_spec_error(
+    tmp_path: Path, fllm_inproc: InProc
+) -> None:
+    spec = tmp_path / "a.sexp"
+    spec.write_text(
+        '(define a\n  (:states (A (:text "A:") (:language (:gbnf "root ::= x"))))\n'
+        "  (:behavior A))\n"
+    )
+    code, _, err = fllm_inproc("agent", str(spec), "q", "--model", "random")
+    assert code == 1 and "Traceback" not in err  # a spec error, like every other one
+    assert f"{spec}:2:" in err and "undefined rule 'x'" in err
+
+
+def test_agent_answer_language_and_check_trace_agree(tmp_path: Path, fllm_inproc: InProc) -> None:
+    script = tmp_path / "s.txt"
+    # The first Action Input and the first answer are outside their languages: asked again.
+    script.write_text(
+        "Compute it.\n1\n17% of 240 plus 12\n0.17 * 240 + 12\n2\nThat is 52.8.\nIt is 52.8\n52.8\n"
+    )
+    code, out, _ = fllm_inproc(
+        "agent",
+        REACT,
+        "What is 17% of 240, plus 12?",
+        "--model",
+        f"scripted:{script}",
+        "--answer",
+        "number",
+        "--format",
+        "json",
+    )
+    data = json.loads(out)
+    assert code == 0 and data["answer"] == "52.8"
+    assert data["steps"][2]["text"] == "0.17 * 240 + 12" and data["steps"][3]["text"] == "52.8"
+    run = tmp_path / "run.txt"
+    code, out, _ = fllm_inproc(
+        "agent",
+        REACT,
+        "What is 17% of 240, plus 12?",
+        "--model",
+        f"scripted:{script}",
+        "--answer",
+        "number",
+        "--format",
+        "transcript",
+    )
+    run.write_text(out)
+    args = ["check-trace", REACT, str(run), "--tools", "calculator", "--answer", "number"]
+    code, out, _ = fllm_inproc(*args)
+    assert code == 0, out
+    run.write_text(run.read_text().replace("Answer: 52.8", "Answer: It is 52.8"))
+    code, out, _ = fllm_inproc(*args)
+    assert code == 1 and "is not a number such as 52.8" in " ".join(out.split())
+
+
+def test_check_trace_names_a_step_outside_its_language(tmp_path: Path, fllm_inproc: InProc) -> None:
+    f = tmp_path / "t.txt"
+    f.write_text(
+        "Question: q\nThought: t\nAction: calculator\nAction Input: 17% of 240\n"
+        "Observation: x\nFinal Thought: f\nAnswer: 40.8\n"
+    )
+    code, out, _ = fllm_inproc("check-trace", REACT, str(f), "--tools", "calculator")
+    assert code == 1
+    flat = " ".join(out.split())
+    assert f"{f}:4: example 1: the text of 'Action Input:' is not an arithmetic expression" in flat
+    code, out, _ = fllm_inproc("check-trace", REACT, str(f))  # no --tools: order only
+    assert code == 0

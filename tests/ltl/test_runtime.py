@@ -9,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fllm_cli.llm.simple import RandomModel, ScriptedModel
-from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
+from fllm_cli.ltl.api import AgentOptions, answer_language, load_agent, run_agent
+from fllm_cli.ltl.languages import content_rules
 from fllm_cli.ltl.runtime import AgentRun, Budget, transcript
+from fllm_cli.ltl.tools import builtin_input_languages
 from fllm_cli.ltl.trace import check_transcript
 
 from .models import BehaviourModel, is_choice, last_tag
@@ -23,11 +25,18 @@ ABLATED = str(AGENTS / "react_ablation.sexp")
 
 
 def assert_valid(
-    path: str, run: AgentRun, budget: Budget, tools: tuple[str, ...] | None = None
+    path: str,
+    run: AgentRun,
+    budget: Budget,
+    tools: tuple[str, ...] | None = None,
+    answer: str | None = None,
 ) -> None:
-    """The transcript passes check-trace, ends in the final state, and fits the budget."""
+    """The transcript passes check-trace (content languages included), ends in the final
+    state, and fits the budget."""
     spec, dfa = load_agent(path)
-    results = check_transcript(spec, dfa, transcript(run.steps), split=None, tools=tools)
+    rules = content_rules(spec, builtin_input_languages(tools or ()), answer_language(answer))
+    text = transcript(run.steps)
+    results = check_transcript(spec, dfa, text, split=None, tools=tools, rules=rules)
     assert results[0].ok, results[0].violation
     assert run.reached_final
     assert run.steps[-1].state == spec.final
@@ -109,7 +118,9 @@ def test_an_allowed_tag_written_by_the_model_is_followed_not_forced() -> None:
 
 def test_budget_closes_a_runaway_run_by_the_shortest_path() -> None:
     budget = Budget(max_steps=12)
-    run = run_agent(REACT, "q", BehaviourModel(forever), AgentOptions(budget=budget))
+    # 'Still thinking.' is no arithmetic: without the calculator's input language the run loops.
+    options = AgentOptions(budget=budget, tool_languages=False)
+    run = run_agent(REACT, "q", BehaviourModel(forever), options)
     assert_valid(REACT, run, budget)
     assert [s.state for s in run.steps[-2:]] == ["Final-Thought", "Answer"]
     assert run.stats.budget_hit == "max-states 12"
@@ -136,7 +147,8 @@ def test_time_budget_closes_the_run_validly_without_more_model_calls() -> None:
 
 def test_max_loops_caps_the_react_loop_as_in_the_paper() -> None:
     budget = Budget(max_steps=100, max_loops=3)
-    run = run_agent(REACT, "q", BehaviourModel(forever), AgentOptions(budget=budget))
+    options = AgentOptions(budget=budget, tool_languages=False)
+    run = run_agent(REACT, "q", BehaviourModel(forever), options)
     assert sum(s.state == "Thought" for s in run.steps) == 3
     assert run.stats.budget_hit == "max-loops 3"
 

@@ -34,6 +34,7 @@ from fllm_cli.cli.options import (
 from fllm_cli.cli.progress import LiveStatus
 from fllm_cli.cli.safe import plain, safe, safe_json
 from fllm_cli.errors import IncompleteRun, UsageError
+from fllm_cli.ltl.api import answer_language
 from fllm_cli.ltl.output import bare_transcript, stats_line, to_json
 from fllm_cli.ltl.runtime import Budget, Observer, Step
 
@@ -110,6 +111,18 @@ def agent_command(
     expected: str = typer.Option(
         None, "--expected", help="Expected answer, for an Evaluator state (Reflexion)."
     ),
+    answer: str = typer.Option(
+        None,
+        "--answer",
+        help="Language of the answer: number, integer, yes-no, a regex such as 'yes|no', "
+        "regex:/json-schema:/gbnf: TEXT, or json-schema@FILE / gbnf@FILE.",
+    ),
+    content_retries: int = typer.Option(
+        2,
+        "--content-retries",
+        min=0,
+        help="Ask again at most N times when a reply is outside its state's language.",
+    ),
     fmt: str = format_option(RUN_FORMATS),
     out_file: OutOpt = None,
     trace: str = typer.Option(
@@ -147,9 +160,11 @@ def agent_command(
         corpus=corpus,
         examples=examples,
         shots=shots,
-        budget=Budget(states, max_loops, max_tokens, max_stop, max_seconds),
+        budget=Budget(states, max_loops, max_tokens, max_stop, max_seconds, content_retries),
         expected=expected,
+        answer=answer,
     )
+    answer_language(answer)  # a bad --answer is misuse: fail before loading the model
     # An agent that talks with the user reads the terminal; a status line would fight it.
     status = LiveStatus("agent", enabled=not quiet and not has_user)
     backend = status.observe(
@@ -214,20 +229,30 @@ def check_trace_command(
         help="Regex of lines that start a new example ('' for one trace).",
     ),
     tools: str = typer.Option(
-        None, "--tools", help="Tool names allowed in states restricted to tools."
+        None,
+        "--tools",
+        help="Tool names allowed in states restricted to tools (their input languages apply).",
+    ),
+    answer: str = typer.Option(
+        None, "--answer", help="Language the answer must belong to (as for 'fllm agent')."
     ),
     fmt: str = format_option(CHECK_FORMATS),
     out_file: OutOpt = None,
     quiet: QuietOpt = False,
 ) -> int:
     """Check that transcripts follow an agent spec; report the first violation of each example."""
+    from fllm_cli.ltl.languages import content_rules
+    from fllm_cli.ltl.tools import builtin_input_languages
     from fllm_cli.ltl.trace import check_transcript
 
     fmt = check_format(fmt, CHECK_FORMATS, {"text": "rich"})
     agent_spec, automaton = api.load_agent(spec)
     text = read_text_arg(file)
     tool_names = tuple(_split_names(tools)) if tools else None
-    results = check_transcript(agent_spec, automaton, text, split or None, tool_names)
+    rules = content_rules(
+        agent_spec, builtin_input_languages(tool_names or ()), answer_language(answer)
+    )
+    results = check_transcript(agent_spec, automaton, text, split or None, tool_names, rules)
     failed = [r for r in results if not r.ok]
     if fmt == "json" or out_file:
         data = [

@@ -4,7 +4,10 @@ Every back end answers two kinds of request:
 
 * ``choose``: a self-contained prompt plus the numbered options it lists; the answer is always
   one of the options (an index), whatever the model replied;
-* ``generate``: free text for a prompt, with optional stop sequences.
+* ``generate``: free text for a prompt, with optional stop sequences and an optional GBNF
+  grammar the text must belong to. Back ends that can decode under a grammar (the embedded
+  model) do so and set ``supports_grammar``; the others ignore it, and their callers check the
+  reply themselves.
 
 Text-only back ends (LiteLLM, servers, scripted) derive ``choose`` from ``generate`` through
 :class:`TextModel`: parse the reply, ask once more with a short correction when it names no
@@ -67,6 +70,7 @@ class GenerateRequest:
     max_tokens: int = 512
     system: str | None = None
     kind: str = "generate"
+    grammar: str | None = None  # GBNF (llama.cpp syntax); a hint the back end may ignore
 
 
 @dataclass
@@ -85,6 +89,7 @@ class Model(ABC):
     """A back end: chooses among options and generates text."""
 
     name: str = "model"
+    supports_grammar: bool = False  # True when generate() decodes under request.grammar
 
     @abstractmethod
     def choose(self, request: ChoiceRequest) -> ChoiceResult:

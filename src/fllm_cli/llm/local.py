@@ -366,6 +366,8 @@ class LocalModel(Model):
     _chat: _ChatTemplate | None = None
     _priors: _Engine | None = None
     _load_seconds: float = 0.0
+    _grammars: dict[str, Any] = field(default_factory=dict)
+    supports_grammar: bool = True
 
     def _ready(self) -> tuple[_Engine, _ChatTemplate]:
         if self._engine is None or self._chat is None:
@@ -434,8 +436,13 @@ class LocalModel(Model):
         )
 
     def generate(self, request: GenerateRequest) -> Generation:
-        """Generate greedily (temperature 0) until a stop sequence, EOS or ``max_tokens``."""
+        """Generate greedily (temperature 0) until a stop sequence, EOS or ``max_tokens``.
+
+        With ``request.grammar`` (GBNF) only tokens the grammar allows are sampled, and EOS only
+        once the text is complete.
+        """
         engine, _ = self._ready()
+        grammar = self._grammar(request.grammar) if request.grammar else None
         tokens = self._tokens(request.system, request.prompt)
         room = engine.n_ctx - len(tokens) - 1
         if room <= 0:
@@ -447,6 +454,7 @@ class LocalModel(Model):
             temperature=0.0,
             stop=list(request.stop) or None,
             seed=0,
+            grammar=grammar,
         )
         seconds = time.perf_counter() - start
         self.stats.calls += 1
@@ -463,6 +471,29 @@ class LocalModel(Model):
                 completion_tokens=int(usage.get("completion_tokens", 0)),
             ),
         )
+
+    def _grammar(self, text: str) -> Any:
+        """Check a GBNF grammar with llama.cpp's own parser once per text, then wrap it.
+
+        llama-cpp-python does not check a grammar until sampling, where a bad one crashes the
+        process; so it is parsed here first, and a refused one is a BackendError.
+        """
+        if text not in self._grammars:
+            llama_cpp = prepare_llama_cpp()
+            import llama_cpp.llama_cpp as low
+
+            engine, _ = self._ready()
+            vocab = low.llama_model_get_vocab(engine.llm._model.model)
+            with _quiet_stderr():
+                sampler = low.llama_sampler_init_grammar(vocab, text.encode("utf-8"), b"root")
+            if not sampler:
+                raise BackendError(
+                    "llama.cpp cannot parse the grammar",
+                    hint="check it with 'fllm check-trace' or a smaller grammar",
+                )
+            low.llama_sampler_free(sampler)
+            self._grammars[text] = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+        return self._grammars[text]
 
     def _cache_name(self) -> str:
         size = self.path.stat().st_size if self.path.exists() else 0
@@ -481,6 +512,24 @@ class LocalModel(Model):
             "tokens_evaluated": self.stats.tokens_evaluated,
             "tokens_reused": self.stats.tokens_reused,
         }
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Any:
+    """Silence file descriptor 2 (llama.cpp's grammar parser prints its errors there)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _normalise(scores: list[float]) -> list[float]:

@@ -8,11 +8,14 @@ from dataclasses import dataclass, field
 from fllm_cli.errors import SpecError, UsageError
 from fllm_cli.llm.base import Model
 from fllm_cli.ltl.automaton import Automaton, compile_spec
+from fllm_cli.ltl.content import Language, LanguageError, language_from_text
 from fllm_cli.ltl.environment import default_environment
 from fllm_cli.ltl.examples import read_examples
+from fllm_cli.ltl.languages import content_rules
 from fllm_cli.ltl.runtime import AgentRun, AgentRunner, Budget, Observer, header_prompt
 from fllm_cli.ltl.spec import AgentSpec, load_spec
-from fllm_cli.ltl.tools import ToolContext, build_tools
+from fllm_cli.ltl.tools import ToolContext, build_tools, tool_input_languages
+from fllm_cli.textio import read_text
 
 
 @dataclass
@@ -26,6 +29,19 @@ class AgentOptions:
     shots: int | None = None
     budget: Budget = field(default_factory=Budget)
     expected: str | None = None
+    answer: str | None = None  # the answer's language: number, yes|no, regex:..., gbnf@FILE ...
+    tool_languages: bool = True  # constrain Action Input by the tool's declared input language
+
+
+def answer_language(spelling: str | None) -> Language | None:
+    """Read ``--answer`` (a name, ``regex:``/``json-schema:``/``gbnf:`` text, ``KIND@FILE``, or a
+    regex); a bad one is a one-line UsageError."""
+    if spelling is None:
+        return None
+    try:
+        return language_from_text(spelling, lambda path: read_text(path, "--answer file"))
+    except LanguageError as exc:
+        raise UsageError(f"--answer: {exc}") from None
 
 
 def load_agent(path: str) -> tuple[AgentSpec, Automaton]:
@@ -69,7 +85,17 @@ def run_agent(
     environment = default_environment(spec, tools, read_user, options.expected)
     examples = read_examples(options.examples, options.shots)
     header = header_prompt(spec, question, tools, examples)
+    languages = tool_input_languages(tools) if options.tool_languages else {}
+    rules = content_rules(spec, languages, answer_language(options.answer))
     runner = AgentRunner(
-        spec, automaton, model, environment, header, tuple(tools), options.budget, observer
+        spec,
+        automaton,
+        model,
+        environment,
+        header,
+        tuple(tools),
+        options.budget,
+        observer,
+        rules,
     )
     return runner.run(question)

@@ -42,8 +42,8 @@ def _normalise(expression: str) -> str:
     text = expression.strip().strip("`").strip()
     text = text.replace("×", "*").replace("÷", "/").replace("^", "**").replace("$", "")
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # thousands separators
-    # '17%' (a percentage) but not '17 % 5' (modulo): a % not followed by an operand.
-    text = re.sub(r"(\d+(?:\.\d+)?)\s*%(?!\s*[\d(.])", r"(\1/100)", text)
+    # '17%' (a percentage) but not '17 % 5' or '4 % pi' (modulo): a % not followed by an operand.
+    text = re.sub(r"(\d+(?:\.\d+)?)\s*%(?!\s*[\w(.])", r"(\1/100)", text)
     return text.rstrip("=").strip()
 
 

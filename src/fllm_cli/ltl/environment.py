@@ -88,7 +88,7 @@ class ToolProvider:
         action, given = find_action(steps)
         if action is None:
             return EnvText("Error: no action was given; name a tool after 'Action:'.", ok=False)
-        if given is None:
+        if given is None or not given.strip():
             return EnvText(
                 f"Error: the action '{action}' has no input; write it after 'Action Input:'.",
                 ok=False,

@@ -21,6 +21,9 @@ def stats_dict(run: AgentRun) -> dict[str, Any]:
         "dropped_tags": s.dropped_tags,
         "tool_calls": s.tool_calls,
         "tool_errors": s.tool_errors,
+        "content_rejects": s.content_rejects,
+        "content_retries": s.content_retries,
+        "content_failures": s.content_failures,
         "budget_hit": s.budget_hit,
         "prompt_tokens": s.usage.prompt_tokens,
         "completion_tokens": s.usage.completion_tokens,
@@ -40,6 +43,11 @@ def stats_line(run: AgentRun) -> str:
         f"{s.dropped_tags} dropped tags",
         f"{s.tool_calls} tool calls ({s.tool_errors} errors)",
     ]
+    if s.content_rejects:
+        parts.append(
+            f"{s.content_rejects} replies outside their language "
+            f"({s.content_retries} asked again, {s.content_failures} closed)"
+        )
     if s.budget_hit:
         parts.append(f"budget hit: {s.budget_hit}")
     return ", ".join(parts)

@@ -5,6 +5,12 @@ stop sequence. A tag the automaton allows is followed; a tag it does not allow i
 no allowed tag ends the text one is forced (chosen by the model when several are allowed).
 Budgets only ever remove moves, and only moves from which the final state stays reachable in
 the steps left, so every run ends in the final state unless the environment ends it first.
+
+Content languages (``ltl/content.py``) constrain what a state's text may be: the request carries
+the language as a GBNF grammar (the embedded model decodes under it), and every reply is checked;
+a reply outside the language is asked again with the parse error shown, at most
+``Budget.content_retries`` times, and a reply that still does not parse closes the run by the
+shortest valid path, as a spent budget does.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ from fllm_cli.errors import BudgetExceeded, ContextOverflow, TimeBudgetExceeded,
 from fllm_cli.llm.base import ChoiceRequest, GenerateRequest, Model, Usage
 from fllm_cli.llm.meter import RunMeter
 from fllm_cli.ltl.automaton import Automaton
+from fllm_cli.ltl.content import Language
 from fllm_cli.ltl.environment import Environment
+from fllm_cli.ltl.languages import ContentRules
 from fllm_cli.ltl.spec import AgentSpec, StateDecl
 from fllm_cli.ltl.trace import TagMatcher
 from fllm_cli.prompts import render
@@ -36,6 +44,7 @@ class Budget:
     max_tokens: int = 256
     max_stop: int = 0  # 0: send every tag; some providers accept only a few stop sequences
     max_seconds: float | None = None  # wall clock; once spent, the run closes validly
+    content_retries: int = 2  # asks again after a reply outside the state's language
 
 
 @dataclass
@@ -64,6 +73,9 @@ class RunStats:
     dropped_tags: int = 0
     tool_calls: int = 0
     tool_errors: int = 0
+    content_rejects: int = 0  # replies outside their state's language
+    content_retries: int = 0  # of which were asked again
+    content_failures: int = 0  # states closed because no reply parsed
     budget_hit: str | None = None
     usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
@@ -132,6 +144,7 @@ class AgentRunner:
         tool_names: tuple[str, ...] = (),
         budget: Budget | None = None,
         observer: Observer | None = None,
+        rules: ContentRules | None = None,
     ) -> None:
         self.spec = spec
         self.automaton = automaton
@@ -148,6 +161,9 @@ class AgentRunner:
         self.started = time.monotonic()
         self.observer = observer or Observer()
         self.matcher = TagMatcher(spec)
+        self.rules = rules or ContentRules(
+            {d.name: d.language for d in spec.states if d.language is not None}
+        )
         self.steps: list[Step] = []
         self.stats = RunStats()
         if automaton.empty:
@@ -327,16 +343,52 @@ class AgentRunner:
         step.text = options[index]
 
     def _fill_model(self, step: Step) -> str | None:
+        before = [(s.state, s.text) for s in self.steps[:-1]]
+        language = self.rules.language_for(self.spec, step.state, before)
+        problem: str | None = None
+        attempt = 0
+        while True:
+            proposed = self._generate(step, language, problem)
+            if language is None or step.source == "forced":
+                return proposed
+            problem = language.check(step.text) if step.text else "the text is empty"
+            if problem is None:
+                return proposed
+            self.stats.content_rejects += 1
+            record = self.meter.last
+            if record is not None and record.get("type") == "generate":
+                record["content_error"] = problem
+            if attempt >= self.budget.content_retries:
+                break
+            attempt += 1
+            self.stats.content_retries += 1
+        # Nothing written parses: close the run by the shortest valid path.
+        self.stats.content_failures += 1
+        self.closing = True
+        self.stats.budget_hit = self.stats.budget_hit or f"content language of {step.state}"
+        step.notes.append(
+            f"{attempt + 1} replies outside {language.label}; closing the run (last: {problem})"
+        )
+        step.source = "forced"
+        step.text = ""
+        return None
+
+    def _generate(self, step: Step, language: Language | None, problem: str | None) -> str | None:
+        """Ask the model for the state's text (again, with the error, when ``problem``)."""
         self._check_clock()
         if self.closing:
             step.source = "forced"
             step.text = ""
             return None
+        prompt = self._context(with_open_tag=True)
+        if problem is not None and language is not None:
+            prompt = self._correction(step, language, problem)
         request = GenerateRequest(
-            prompt=self._context(with_open_tag=True),
+            prompt=prompt,
             stop=self._stops(),
             max_tokens=self.budget.max_tokens,
-            kind="agent-state",
+            kind="agent-state" if problem is None else "agent-state-retry",
+            grammar=language.gbnf() if language is not None else None,
         )
         try:
             generation = self.meter.generate(request, state=step.state)
@@ -358,6 +410,7 @@ class AgentRunner:
         self.stats.model_calls += generation.calls
         self.stats.usage.add(generation.usage)
         text, proposed, notes = self._cut(generation.text)
+        step.source = "model"
         step.text = text
         step.notes.extend(notes)
         record = self.meter.last
@@ -365,6 +418,24 @@ class AgentRunner:
             record["proposed"] = proposed
             self.observer.event(record)
         return proposed
+
+    def _correction(self, step: Step, language: Language, problem: str) -> str:
+        """The context again, with the rejected text and why, before the open tag.
+
+        The rejected text is shown as a quoted, shortened Python literal: model text is data
+        in the prompt, never a template.
+        """
+        shown = step.text if len(step.text) <= 120 else step.text[:117] + "..."
+        note = (
+            f"(Note: the text after '{step.tag.strip()}' must be {language.describe()}. "
+            f"The previous reply {shown!r} was rejected: {problem}. Write only that.)"
+        )
+        body = transcript(self.steps[:-1])
+        parts = [self.header.rstrip("\n")]
+        if body:
+            parts.append(body)
+        parts += [note, step.tag]
+        return "\n".join(parts)
 
     def _cut(self, raw: str) -> tuple[str, str | None, list[str]]:
         """Split model output at its first tag; return (text, proposed state, notes)."""
@@ -480,6 +551,7 @@ def header_prompt(
                 "tag": s.text.strip(),
                 "env_input": s.env_input,
                 "choices": list(tools) if s.tool_choices else list(s.choices or ()),
+                "language": s.language.describe() if s.language is not None else None,
             }
             for s in spec.states
         ],

@@ -1,4 +1,4 @@
-"""Agent specs: states (tag text, environment input, content choices) and a behaviour formula.
+"""Agent specs: states (tag, environment input, content choices or language) and a behaviour.
 
 Two surface forms load into the same :class:`AgentSpec`: the paper's PDDL-style s-expression
 (``(define NAME (:states ...) (:behavior ...))``) and a YAML mapping under a top-level ``agent:``
@@ -13,6 +13,7 @@ from pathlib import Path
 from fllm_cli.diagnostics import Diagnostic, Location, did_you_mean
 from fllm_cli.domain import yamlloc
 from fllm_cli.errors import SpecError, UsageError
+from fllm_cli.ltl.content import Language, LanguageError, language_from_text, make_language
 from fllm_cli.ltl.formula import Formula, atoms_in_order, parse_formula
 from fllm_cli.resources import resolve_spec_path
 from fllm_cli.sexp import Atom, SExp, SList, read, show
@@ -30,6 +31,7 @@ class StateDecl:
     env_input: bool = False
     choices: tuple[str, ...] | None = None
     loc: Location | None = None
+    language: Language | None = None  # the language the state's text must belong to
 
     @property
     def tool_choices(self) -> bool:
@@ -92,7 +94,8 @@ class _Collector:
 # --------------------------------------------------------------------- s-expression form
 
 _SECTIONS = (":states", ":behavior", ":start", ":final", ":prompt")
-_STATE_KEYS = (":text", ":flags", ":choices")
+_STATE_KEYS = (":text", ":flags", ":choices", ":language")
+_LANGUAGE_KEYS = (":regex", ":json-schema", ":gbnf")
 
 
 def _read_sexp(text: str, path: str, out: _Collector) -> _Draft:
@@ -174,7 +177,7 @@ def _read_state_entry(entry: SExp, draft: _Draft, out: _Collector) -> None:
         )
         env = _read_flags(entry, out)
         draft.states[-1] = StateDecl(
-            prev.name, prev.text, env or prev.env_input, prev.choices, prev.loc
+            prev.name, prev.text, env or prev.env_input, prev.choices, prev.loc, prev.language
         )
         return
     if not isinstance(entry, SList) or entry.head is None or entry.head.startswith(":"):
@@ -190,6 +193,7 @@ def _read_state(entry: SList, out: _Collector) -> StateDecl | None:
     text: str | None = None
     env = False
     choices: tuple[str, ...] | None = None
+    language: Language | None = None
     for prop in entry.items[1:]:
         if not isinstance(prop, SList) or prop.head not in _STATE_KEYS:
             got = prop.head if isinstance(prop, SList) and prop.head else show(prop)[:30]
@@ -203,12 +207,40 @@ def _read_state(entry: SList, out: _Collector) -> StateDecl | None:
                 text = args[0].value
         elif prop.head == ":flags":
             env = _read_flags(prop, out) or env
+        elif prop.head == ":language":
+            language = _read_language(prop, name, out)
         else:
             choices = _read_choices(prop, out)
     if text is None:
         out.error(f"state '{name}' has no (:text \"...\")", entry.loc)
         return None
-    return StateDecl(name, text, env, choices, entry.loc)
+    return StateDecl(name, text, env, choices, entry.loc, language)
+
+
+def _read_language(prop: SList, state: str, out: _Collector) -> Language | None:
+    """``(:language number)``, ``(:language "yes|no")`` or ``(:language (:regex "..."))``."""
+    args = prop.items[1:]
+    usage = (
+        ":language takes a name (number, integer, yes-no, query, line, arithmetic), a string, "
+        'or (:regex "...") / (:json-schema "...") / (:gbnf "...")'
+    )
+    if len(args) != 1:
+        out.error(usage, prop.loc)
+        return None
+    arg = args[0]
+    try:
+        if isinstance(arg, Atom):
+            if arg.quoted:
+                return language_from_text(arg.value)
+            return make_language("name", arg.value)
+        if arg.head in _LANGUAGE_KEYS and len(arg.items) == 2:
+            value = arg.items[1]
+            if isinstance(value, Atom) and value.quoted:
+                return make_language(arg.head[1:], value.value)
+        out.error(usage, arg.loc)
+    except LanguageError as exc:
+        out.error(f"state '{state}': {exc}", arg.loc)
+    return None
 
 
 def _read_flags(prop: SList, out: _Collector) -> bool:
@@ -237,7 +269,7 @@ def _read_choices(prop: SList, out: _Collector) -> tuple[str, ...] | None:
 # --------------------------------------------------------------------- YAML form
 
 _YAML_KEYS = {"name", "states", "behavior", "start", "final", "prompt"}
-_YAML_STATE_KEYS = {"text", "env-input", "choices"}
+_YAML_STATE_KEYS = {"text", "env-input", "choices", "language"}
 
 
 def _read_yaml(text: str, path: str, out: _Collector) -> _Draft:
@@ -282,9 +314,34 @@ def _yaml_states(node: yamlloc.Node | None, reader: yamlloc.Reader) -> list[Stat
                 for c in reader.sequence(choices_node, f"{what} choices")
             ]
             choices = tuple(c for c in items if c) or None
+        language = _yaml_language(reader.get(body, "language"), what, reader)
         if text is not None:
-            states.append(StateDecl(name, text, env, choices, loc))
+            states.append(StateDecl(name, text, env, choices, loc, language))
     return states
+
+
+def _yaml_language(node: yamlloc.Node | None, what: str, reader: yamlloc.Reader) -> Language | None:
+    """``language: number`` or ``"yes|no"``, or ``{regex|json-schema|gbnf: ...}``."""
+    if node is None:
+        return None
+    try:
+        if isinstance(node.value, str):
+            return language_from_text(node.value)
+        if isinstance(node.value, dict) and len(node.value) == 1:
+            ((kind, value),) = node.value.items()
+            if kind in ("regex", "gbnf") and isinstance(value.value, str):
+                return make_language(kind, value.value)
+            if kind == "json-schema" and isinstance(value.value, (dict, str)):
+                return make_language(kind, value.plain())
+    except LanguageError as exc:
+        reader.error(f"{what}: {exc}", node.loc)
+        return None
+    reader.error(
+        f"{what} language must be a name or regex string, or one of "
+        "{regex: ...}, {json-schema: ...}, {gbnf: ...}",
+        node.loc,
+    )
+    return None
 
 
 def _yaml_behavior(node: yamlloc.Node | None, out: _Collector) -> SExp | None:
@@ -336,6 +393,13 @@ def _check_states(states: list[StateDecl], out: _Collector) -> None:
                 f"state '{decl.name}' is filled by the environment and cannot have :choices",
                 decl.loc,
             )
+        if decl.language is not None and decl.env_input:
+            out.error(
+                f"state '{decl.name}' is filled by the environment and cannot have :language",
+                decl.loc,
+            )
+        elif decl.language is not None and decl.choices:
+            out.error(f"state '{decl.name}' has both :choices and :language; keep one", decl.loc)
 
 
 def _finish(draft: _Draft, out: _Collector) -> AgentSpec | None:

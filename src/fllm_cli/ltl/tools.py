@@ -4,6 +4,12 @@ A tool is any object with ``name``, ``description`` and ``__call__(text) -> str`
 function also works (its name and first docstring line are used). Built-in tools are
 ``calculator``, ``search`` and ``lookup``; more come from the ``fllm.tools`` entry-point group or
 from ``--tool-module``. A tool that raises yields an error observation, never a crash.
+
+A tool may also declare ``input_language``: the language its input must belong to, in the
+spelling of ``--answer`` (``arithmetic``, ``query``, ``regex:...``, ``json-schema:...``,
+``gbnf:...``) or as a :class:`~fllm_cli.ltl.content.Language`. The runtime then constrains the
+``Action Input`` state that feeds it; the calculator takes ``arithmetic``, search and lookup a
+``query`` (one short line).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from fllm_cli.errors import UsageError
 from fllm_cli.ltl.calculator import evaluate, format_number
+from fllm_cli.ltl.content import Language, LanguageError, language_from_text
 from fllm_cli.textio import read_text
 
 ENTRY_POINT_GROUP = "fllm.tools"
@@ -49,6 +56,7 @@ class FunctionTool:
     name: str
     description: str
     function: Callable[[str], Any]
+    input_language: str | None = None
 
     def __call__(self, text: str) -> str:
         """Call the function and turn its result into text."""
@@ -60,6 +68,7 @@ class Calculator:
 
     name = "calculator"
     description = "evaluates an arithmetic expression, e.g. 0.17 * 240 + 12, and returns the number"
+    input_language = "arithmetic"
 
     def __call__(self, text: str) -> str:
         """Return the value of the expression."""
@@ -141,16 +150,46 @@ def _corpus_tools(context: ToolContext) -> list[Tool]:
         "search",
         "returns the first sentences of the page with this exact title, or the most similar titles",
         corpus.search,
+        input_language="query",
     )
     lookup = FunctionTool(
         "lookup",
         "returns the next sentence containing this text in the page last searched",
         corpus.lookup,
+        input_language="query",
     )
     return [search, lookup]
 
 
 BUILTIN = ("calculator", "search", "lookup")
+BUILTIN_INPUT_LANGUAGES = {"calculator": "arithmetic", "search": "query", "lookup": "query"}
+
+
+def input_language(tool: Any, name: str) -> Language | None:
+    """Return the language a tool declares for its input, or None; a bad one is a UsageError."""
+    declared = getattr(tool, "input_language", None)
+    if declared is None or isinstance(declared, Language):
+        return declared
+    try:
+        return language_from_text(str(declared))
+    except LanguageError as exc:
+        raise UsageError(f"tool '{name}': bad input_language: {exc}") from None
+
+
+def tool_input_languages(tools: dict[str, Tool]) -> dict[str, Language]:
+    """Return the declared input language of each tool that has one, by lower-case name."""
+    found = {name.lower(): input_language(tool, name) for name, tool in tools.items()}
+    return {name: lang for name, lang in found.items() if lang is not None}
+
+
+def builtin_input_languages(names: Iterable[str]) -> dict[str, Language]:
+    """Return the input languages of the named built-in tools (for check-trace, no corpus)."""
+    out: dict[str, Language] = {}
+    for name in names:
+        spelling = BUILTIN_INPUT_LANGUAGES.get(name.strip().lower())
+        if spelling is not None:
+            out[name.strip().lower()] = language_from_text(spelling)
+    return out
 
 
 def as_tool(obj: Any, name: str | None = None) -> Tool:

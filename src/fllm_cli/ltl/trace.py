@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from fllm_cli.errors import UsageError
 from fllm_cli.ltl.automaton import Automaton
+from fllm_cli.ltl.languages import ContentRules
 from fllm_cli.ltl.spec import AgentSpec
 
 DEFAULT_SPLIT = r"^(Question|Claim):"
@@ -104,14 +105,19 @@ def check_segments(
     segments: list[Segment],
     tools: tuple[str, ...] | None = None,
     end_line: int = 0,
+    rules: ContentRules | None = None,
 ) -> Violation | None:
-    """Return the first violation of ``segments`` (order, content, completeness), or None."""
+    """Return the first violation of ``segments`` (order, content, completeness), or None.
+
+    With ``rules``, the text of each step must also belong to its content language; an empty
+    text is accepted (it is how a closing run records a state it could not fill).
+    """
     if automaton.empty:
         return Violation(1, "the spec admits no run at all")
     if not segments:
         return Violation(end_line or 1, "no state tags found", _tags(spec, automaton.moves(0)))
     node = automaton.initial
-    for seg in segments:
+    for index, seg in enumerate(segments):
         allowed = automaton.moves(node)
         tag = spec.state(seg.state).text.strip()
         nxt = automaton.step(node, seg.state)
@@ -119,6 +125,9 @@ def check_segments(
             where = "at the start" if node == automaton.initial else "here"
             return Violation(seg.line, f"'{tag}' is not allowed {where}", _tags(spec, allowed))
         bad = _content_problem(spec, seg, tools)
+        if not bad and rules is not None:
+            before = [(s.state, s.text) for s in segments[:index]]
+            bad = language_problem(spec, rules, seg.state, seg.text, before)
         if bad:
             return Violation(seg.line, bad)
         node = nxt
@@ -146,6 +155,25 @@ def _content_problem(spec: AgentSpec, seg: Segment, tools: tuple[str, ...] | Non
     return f"'{decl.text.strip()}' must be one of [{shown}], got {seg.text.strip()[:60]!r}"
 
 
+def language_problem(
+    spec: AgentSpec,
+    rules: ContentRules,
+    state: str,
+    text: str,
+    before: list[tuple[str, str]],
+) -> str:
+    """Return why ``text`` is outside the language of ``state`` here, or ''."""
+    language = rules.language_for(spec, state, before)
+    content = text.strip()
+    if language is None or not content:
+        return ""
+    problem = language.check(content)
+    if problem is None:
+        return ""
+    tag = spec.state(state).text.strip()
+    return f"the text of '{tag}' is not {language.describe()} ({language.label}): {problem}"
+
+
 def _tags(spec: AgentSpec, names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(spec.state(n).text.strip() for n in names)
 
@@ -156,6 +184,7 @@ def check_transcript(
     text: str,
     split: str | None = DEFAULT_SPLIT,
     tools: tuple[str, ...] | None = None,
+    rules: ContentRules | None = None,
 ) -> list[ExampleResult]:
     """Check every example of a transcript file; one result per example."""
     matcher = TagMatcher(spec)
@@ -163,6 +192,6 @@ def check_transcript(
     for line, chunk in split_examples(text, split, spec):
         _, segments = matcher.split(chunk, line)
         end_line = line + chunk.rstrip().count("\n")
-        violation = check_segments(spec, automaton, segments, tools, end_line)
+        violation = check_segments(spec, automaton, segments, tools, end_line, rules)
         results.append(ExampleResult(line, segments, violation))
     return results
