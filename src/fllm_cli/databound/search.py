@@ -10,7 +10,6 @@ offered is feasible, the search never backtracks.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import Any
 
 import z3
 
-from fllm_cli.databound.csp import CENTS, NONE, TripModel, _money, place_key
+from fllm_cli.databound.csp import CENTS, NONE, SOLVER_MS, TripModel, _money, place_key
 from fllm_cli.databound.request import Reading
 from fllm_cli.databound.spec import Slot
 from fllm_cli.databound.tables import Record
@@ -28,7 +27,10 @@ from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.search.planner import Budgets, PlanStats
 
-SHOWN = 8  # options shown to the model at one decision
+SHOWN = 6  # options shown to the model at one decision
+CHECK_MS = 1000  # one look-ahead query; an undecided value is not offered (never a doomed one)
+DECISION_MS = 3000  # stop looking for more options once this is spent and two are found
+PROGRESS = 80  # decided lines shown; a 31-day trip has more, and then the window slides
 EMPTY = "nothing (leave it empty)"
 
 
@@ -77,6 +79,7 @@ class DataPlanner:
         self.progress: list[str] = []
         self.spent = 0  # cents of decided items
         self.lookahead_ms: list[float] = []
+        self.solution: z3.ModelRef | None = None  # a complete plan under the decisions so far
 
     # -- the decisions ------------------------------------------------------------------------
 
@@ -168,17 +171,51 @@ class DataPlanner:
             self.stats.seconds = time.perf_counter() - begin
         return Outcome(dict(self.values), self.stats, self.lookahead_ms)
 
-    def _feasible(self, decision: Decision) -> list[int]:
+    def _feasible(self, decision: Decision) -> tuple[list[int], dict[int, z3.ModelRef]]:
+        """Return the best-ranked feasible values (at most SHOWN) and a solution for each."""
         start = time.perf_counter()
         t = self.trip
-        cities = self._day_cities(decision)
+        if self.solution is None:
+            if t.check() != z3.sat:
+                raise NoPlanError(f"internal error: no plan left before {decision.name}")
+            self.solution = t.solver.model()
+        known = self.solution
+        cities = self._day_cities(decision, known)
+        free = known.eval(decision.var, True).as_long()
         found: list[int] = []
+        models: dict[int, z3.ModelRef] = {}
         candidates = list(decision.candidates)
         if decision.optional:
             candidates.append(NONE)
+        t.solver.set("timeout", CHECK_MS)
+        try:
+            self._scan(decision, candidates, free, known, cities, found, models, start)
+        finally:
+            t.solver.set("timeout", SOLVER_MS)
+        self.lookahead_ms.append((time.perf_counter() - start) * 1000)
+        return found, models
+
+    def _scan(
+        self,
+        decision: Decision,
+        candidates: list[int],
+        free: int,
+        known: z3.ModelRef,
+        cities: set[str] | None,
+        found: list[int],
+        models: dict[int, z3.ModelRef],
+        start: float,
+    ) -> None:
+        t = self.trip
         for value in candidates:
             if len(found) >= SHOWN:
                 break
+            if len(found) >= 2 and (time.perf_counter() - start) * 1000 > DECISION_MS:
+                break
+            if value == free:  # the solution in hand already has it: no solver call
+                found.append(value)
+                models[value] = known
+                continue
             if cities is not None and value != NONE and decision.slot is not None:
                 city = place_key(decision.options[value][1][decision.slot.city])
                 if city not in cities:
@@ -186,23 +223,25 @@ class DataPlanner:
             self.stats.steps += 1
             if t.check(decision.var == value) == z3.sat:
                 found.append(value)
-        self.lookahead_ms.append((time.perf_counter() - start) * 1000)
-        return found
+                models[value] = t.solver.model()
+        if free not in found:  # the value the solution in hand uses is always feasible
+            found.append(free)
+            models[free] = known
 
-    def _day_cities(self, decision: Decision) -> set[str] | None:
-        """The cities of the decision's day once the route is fixed (a cheap pre-filter)."""
+    def _day_cities(self, decision: Decision, model: z3.ModelRef) -> set[str] | None:
+        """The cities of the decision's day (a cheap pre-filter before solver calls).
+
+        Only once the route is fixed: then every solution has the same cities on that day.
+        """
         t = self.trip
         if decision.day is None or decision.slot is None:
             return None
-        if t.check() != z3.sat:
-            return None
-        model = t.solver.model()
         d = decision.day
         ends = (model.eval(t.day_from[d], True), model.eval(t.day_to[d], True))
         return {t.city_name.get(e.as_long(), "") for e in ends}
 
     def _decide(self, decision: Decision) -> None:
-        options = self._feasible(decision)
+        options, models = self._feasible(decision)
         if not options:
             raise NoPlanError(f"internal error: no feasible value left for {decision.name}")
         if len(options) == 1:
@@ -212,6 +251,7 @@ class DataPlanner:
             index = self._ask(decision, options)
         value = options[index]
         self.trip.solver.add(decision.var == value)
+        self.solution = models[value]
         self.values[decision.name] = value
         cost = self._cost(decision, value)
         self.spent += cost
@@ -248,7 +288,9 @@ class DataPlanner:
                     for k, r in self.readings.items()
                     if r.value not in (None, [])
                 },
-                "progress": self.progress[-12:],
+                # The whole progress, append-only, so a local model reuses the prompt's prefix
+                # from one choice to the next (bounded: a trip has at most a few dozen lines).
+                "progress": self.progress[-PROGRESS:],
                 "question": decision.question,
                 "choices": labels,
                 "budget_left": left,
@@ -276,10 +318,3 @@ def _shown(value: Any) -> str:
             return f"{value[0]} to {value[-1]}"
         return ", ".join(str(v) for v in value)
     return str(value)
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b) if b else 0
-
-
-__all__ = ["DataPlanner", "Decision", "Outcome", "ceil_div", "math"]
