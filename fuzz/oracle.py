@@ -114,7 +114,10 @@ def run_case(
         for name, target in case.links.items():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             os.symlink(REPO / target, root / name)
-        cmd = [python or sys.executable, "-m", "fllm_cli", *case.argv]
+        # A command line cannot carry a NUL byte (the OS refuses it before fllm runs), so a
+        # generated argument with one is passed as the two characters a shell user would type.
+        argv = [a.replace("\x00", "\\0") for a in case.argv]
+        cmd = [python or sys.executable, "-m", "fllm_cli", *argv]
         start = time.monotonic()
         proc = subprocess.Popen(
             cmd,
