@@ -24,7 +24,7 @@ from fllm_cli.cli.common import (
     stdout_console,
     write_atomic,
 )
-from fllm_cli.cli.options import OutOpt, check_format, format_option
+from fllm_cli.cli.options import ConstraintsOpt, DataOpt, OutOpt, check_format, format_option
 from fllm_cli.cli.safe import plain, safe_json
 from fllm_cli.diagnostics import Diagnostic, sort_key
 from fllm_cli.domain.variables import parse_var_options
@@ -250,15 +250,8 @@ def verify(
     var: list[str] = typer.Option(
         [], "--var", help="A scenario variable: NAME=VALUE. Default: from a plan JSON."
     ),
-    data_file: str | None = typer.Option(
-        None, "--data", metavar="FILE", help="The task's data (JSON), for data domains."
-    ),
-    constraints_file: str | None = typer.Option(
-        None,
-        "--constraints",
-        metavar="FILE",
-        help="The request's values (JSON). Default: from an fllm plan JSON.",
-    ),
+    data_file: DataOpt = None,
+    constraints_file: ConstraintsOpt = None,
 ) -> None:
     """Decide whether a plan satisfies a domain's grammar and limits.
 

@@ -27,6 +27,18 @@ DEFAULT_TEMPERATURE = 0.0
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 4
 
+DataOpt = Annotated[
+    str | None,
+    typer.Option("--data", metavar="FILE", help="The task's data (JSON), for data domains."),
+]
+ConstraintsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--constraints",
+        metavar="FILE",
+        help="The request's values (JSON) instead of reading them from the task text.",
+    ),
+]
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help=MODEL_HELP)]
 ApiBaseOpt = Annotated[
     str | None,

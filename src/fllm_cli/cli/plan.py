@@ -19,6 +19,8 @@ from fllm_cli.cli.options import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     ApiBaseOpt,
+    ConstraintsOpt,
+    DataOpt,
     MaxCostOpt,
     MaxSecondsOpt,
     ModelOpt,
@@ -112,15 +114,8 @@ def plan(
     max_seconds: MaxSecondsOpt = None,
     quiet: QuietOpt = False,
     var: list[str] = typer.Option([], "--var", help=VAR_HELP),
-    data_file: str | None = typer.Option(
-        None, "--data", metavar="FILE", help="The task's data (JSON), for data domains."
-    ),
-    constraints_file: str | None = typer.Option(
-        None,
-        "--constraints",
-        metavar="FILE",
-        help="The request's values (JSON) instead of reading them from the task text.",
-    ),
+    data_file: DataOpt = None,
+    constraints_file: ConstraintsOpt = None,
 ) -> None:
     """Make a model plan inside the domain's automaton; the plan is valid by construction.
 
@@ -182,17 +177,8 @@ def _emit(
 ) -> None:
     from fllm_cli.plan.document import _task_from_doc
 
-    if out_file:
-        text = EXPORTERS["json" if fmt == "rich" else fmt](doc)
-        write_atomic(out_file, text)
-        if not quiet:
-            stderr_console().print(f"plan written to {out_file}", highlight=False)
-        if fmt != "rich":
-            return
-    if quiet:
-        return
-    if fmt != "rich":
-        sys.stdout.write(_terminal_export(doc, fmt))
+    text = EXPORTERS["json" if fmt == "rich" else fmt](doc)
+    if _written(text, fmt, out_file, quiet, lambda: _terminal_export(doc, fmt)):
         return
     out = stdout_console()
     out.print(Text.assemble(("Plan", "bold"), " for: ", plain(doc["task"])))
@@ -202,6 +188,26 @@ def _emit(
     for line in step_lines(doc, _task_from_doc(doc)):
         out.print(plain("  " + line))
     out.print(plain(stats_line(doc["stats"]), style="dim"))
+
+
+def _written(text: str, fmt: str, out_file: str | None, quiet: bool, for_terminal: Any) -> bool:
+    """Write ``text`` to ``out_file`` and/or print a non-rich format; True when done.
+
+    With ``-o`` the file gets ``text`` (JSON for the rich format); the rich view is still
+    printed unless ``--quiet``. ``for_terminal()`` gives what standard output shows.
+    """
+    if out_file:
+        write_atomic(out_file, text)
+        if not quiet:
+            stderr_console().print(f"plan written to {out_file}", highlight=False)
+        if fmt != "rich":
+            return True
+    if quiet:
+        return True
+    if fmt != "rich":
+        sys.stdout.write(for_terminal())
+        return True
+    return False
 
 
 def _terminal_export(doc: dict[str, Any], fmt: str) -> str:
@@ -233,16 +239,7 @@ def emit_data_plan(doc: dict[str, Any], fmt: str, out_file: str | None, quiet: b
         )
     body = doc["plan"] if fmt in DATA_FORMATS else doc
     text = json.dumps(body, indent=2, ensure_ascii=False) + "\n"
-    if out_file:
-        write_atomic(out_file, text)
-        if not quiet:
-            stderr_console().print(f"plan written to {out_file}", highlight=False)
-        if fmt != "rich":
-            return
-    if quiet:
-        return
-    if fmt != "rich":
-        sys.stdout.write(safe_json(text))
+    if _written(text, fmt, out_file, quiet, lambda: safe_json(text)):
         return
     out = stdout_console()
     out.print(Text.assemble(("Plan", "bold"), " for: ", plain(str(doc.get("task", "")))))

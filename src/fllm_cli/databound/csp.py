@@ -10,9 +10,7 @@ plan; a task with no plan at all is explained from an unsat core before any plan
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import z3
@@ -21,6 +19,7 @@ from fllm_cli.databound.expr import ExprError
 from fllm_cli.databound.spec import Constraint, DataSpec, Slot
 from fllm_cli.databound.tables import Record
 from fllm_cli.errors import NoPlanError, UsageError
+from fllm_cli.travel.reference import city_key
 
 NONE = -1
 CENTS = 100
@@ -29,30 +28,7 @@ SOLVER_MS = 20_000
 
 def place_key(text: Any) -> str:
     """Compare places without case, spacing or a trailing ``(State)``."""
-    value = str(text or "")
-    if value.endswith(")") and "(" in value:
-        value = value[: value.rindex("(")]
-    return " ".join(value.lower().split())
-
-
-@dataclass
-class Decision:
-    """One variable the planner fixes, in order; ``options`` are its candidate values."""
-
-    name: str  # e.g. "stop 1", "nights at stop 1", "day 2 lunch"
-    var: z3.ArithRef
-    options: list[int]
-    labels: dict[int, str]
-    slot: Slot | None = None
-    day: int | None = None
-    table_of: dict[int, tuple[str, Record]] = field(default_factory=dict)
-
-
-@dataclass
-class Leg:
-    index: int
-    var: z3.ArithRef
-    records: list[tuple[str, Record]]
+    return city_key(str(text or "")).lower()
 
 
 class TripModel:
@@ -182,9 +158,6 @@ class TripModel:
         return records
 
     def _slots(self) -> None:
-        self.decisions_by_slot: dict[
-            str, list[tuple[int | None, z3.ArithRef, list[tuple[str, Record]]]]
-        ] = {}
         add = self.solver.add
         self.slot_vars: list[tuple[Slot, int | None, z3.ArithRef, list[tuple[str, Record]]]] = []
         for slot in self.spec.slots.values():
@@ -449,7 +422,3 @@ def _same_record(
 
 def _money(value: float) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
-
-
-def elapsed_ms(start: float) -> float:
-    return (time.perf_counter() - start) * 1000

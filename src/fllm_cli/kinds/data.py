@@ -31,8 +31,26 @@ from fllm_cli.search.planner import Budgets, Event
 PLAN_FORMAT = 1
 
 
+# A domain's sections are read once per Domain object (check, summary and planning all need
+# them, and api.load_domain checks before planning). Domains hold dicts, so they are not
+# hashable: the last few are kept by identity.
+_SPECS: list[tuple[Domain, tuple[DataSpec | None, list[Diagnostic]]]] = []
+_KEEP = 8
+
+
+def spec_of(domain: Domain) -> tuple[DataSpec | None, list[Diagnostic]]:
+    """Return the data spec of ``domain`` and its diagnostics, reading the sections once."""
+    for known, result in _SPECS:
+        if known is domain:
+            return result
+    result = read_spec(domain)
+    _SPECS.append((domain, result))
+    del _SPECS[:-_KEEP]
+    return result
+
+
 def data_spec(domain: Domain) -> DataSpec:
-    spec, diagnostics = read_spec(domain)
+    spec, diagnostics = spec_of(domain)
     if spec is None:
         raise SpecError(diagnostics)
     return spec
@@ -45,11 +63,11 @@ class DataKind(Kind):
     takes_data: ClassVar[bool] = True
 
     def check(self, domain: Domain) -> list[Diagnostic]:
-        spec, diagnostics = read_spec(domain)
+        spec, diagnostics = spec_of(domain)
         return diagnostics + (check_templates(domain) if spec is not None else [])
 
     def summary(self, domain: Domain) -> str:
-        spec, _ = read_spec(domain)
+        spec, _ = spec_of(domain)
         if spec is None:
             return "a data-bound domain"
         return (
