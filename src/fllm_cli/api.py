@@ -15,7 +15,6 @@ print(result.document["steps"])
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +24,12 @@ from fllm_cli.domain.load import load_domain as parse_domain
 from fllm_cli.domain.load import read_domain
 from fllm_cli.domain.model import Domain
 from fllm_cli.domain.variables import placeholder_vars, resolve_vars
-from fllm_cli.errors import NoPlanError, PlanFileError, SpecError, UsageError
-from fllm_cli.kinds import Compiled, check_domain, kind_of
+from fllm_cli.errors import PlanFileError, SpecError, UsageError
+from fllm_cli.kinds import Compiled, PlanJob, PlanResult, check_domain, kind_of
 from fllm_cli.llm.base import Model
 from fllm_cli.llm.registry import ModelOptions, make_model
 from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
-from fllm_cli.search.interface import infer_interface
-from fllm_cli.search.planner import Budgets, Event, Planner, PlanStats
+from fllm_cli.search.planner import Budgets, Event
 from fllm_cli.solve.pipeline import Settings as SolveSettings
 from fllm_cli.solve.pipeline import solve
 from fllm_cli.solve.problem import load_problem
@@ -114,20 +112,7 @@ def overview(spec: str | Domain, variables: dict[str, str] | None = None) -> PDA
 
 def check_solvable(problem: Problem) -> None:
     """Refuse a task with no valid plan before any model call, saying why."""
-    if problem.lookahead.word_exists():
-        return
-    message, hint = problem.no_plan()
-    raise NoPlanError(message, hint=hint)
-
-
-@dataclass
-class PlanResult:
-    """A plan and how it was made."""
-
-    document: dict[str, Any]
-    derivation: Any  # the derivation tree (grammar-based kinds) or None
-    stats: PlanStats
-    trace: list[dict[str, Any]] = field(default_factory=list)
+    problem.check_solvable()
 
 
 def plan(
@@ -144,24 +129,8 @@ def plan(
     Choice records go to ``trace`` as they happen, so a caller keeps them even when planning
     fails part-way (a budget, a provider error).
     """
-    check_solvable(problem)
     backend = model if isinstance(model, Model) else make_model(model, options)
-    records: list[dict[str, Any]] = [] if trace is None else trace
-    planner = Planner(
-        problem.pda,
-        problem.lookahead,
-        backend,
-        problem.prompter(),
-        budgets or Budgets(),
-        on_event,
-        trace=records,
-    )
-    final = planner.run()
-    doc, derivation = problem.document(final, backend.name, planner.stats.as_dict())
-    verdict = problem.verify(doc["word"])
-    if not verdict.valid:  # a bug, never a user's problem: refuse to present it as valid
-        raise NoPlanError(f"internal error: planned word failed verification: {verdict.reason}")
-    return PlanResult(doc, derivation, planner.stats, planner.trace)
+    return problem.plan(backend, budgets, on_event, trace)
 
 
 def plan_task(
@@ -179,64 +148,20 @@ def plan_task(
     data: Any = None,
     request: dict[str, Any] | None = None,
 ) -> PlanResult:
-    """Plan a task from its text: ask the model for the interface when none is given, then plan.
+    """Plan a task from its text, whatever the domain's kind.
 
-    A data-bound domain takes the task's ``data`` (the parsed ``--data`` JSON); ``request``
-    gives the request's values instead of reading them from the text (``--constraints``).
-
-    The interface question (what the task provides and produces) is asked only of kinds that
-    have one, among the interfaces for which a plan exists; its calls count in the plan's stats.
+    Kinds with a task interface ask the model for it when neither ``inputs`` nor ``output`` is
+    given (its calls count in the plan's stats). A data-bound domain takes the task's ``data``
+    (the parsed ``--data`` JSON); ``request`` gives the request's values instead of reading them
+    from the text (``--constraints``).
     """
     domain = load_domain(spec)
     backend = model if isinstance(model, Model) else make_model(model, options)
-    records: list[dict[str, Any]] = [] if trace is None else trace
-    kind = kind_of(domain)
-    if kind.takes_data or data is not None:
-        return _plan_data(domain, task, backend, data, request, budgets, on_event, records)
-    inputs = list(inputs or [])
-    asked: list[Any] = []
-    if kind_of(domain).has_interface:
-        if not inputs and output is None:
-            inputs, output, asked = infer_interface(domain, task, backend, records)
-        elif not inputs or output is None:
-            raise UsageError("give both --input and --output, or neither (then the model is asked)")
-    problem = compile_problem(domain, inputs=inputs, output=output, task=task, variables=variables)
-    result = plan(
-        problem, backend, budgets=budgets, options=options, on_event=on_event, trace=records
-    )
-    stats = result.document["stats"]
-    stats["llm_calls"] += sum(r.calls for r in asked)
-    stats["choice_points"] += len(asked)
-    stats["fallbacks"] += sum(r.fallback for r in asked)
-    return result
-
-
-def _plan_data(
-    domain: Domain,
-    task: str,
-    backend: Model,
-    data: Any,
-    request: dict[str, Any] | None,
-    budgets: Budgets | None,
-    on_event: Event | None,
-    records: list[dict[str, Any]],
-) -> PlanResult:
-    kind = kind_of(domain)
-    if not kind.takes_data:
-        raise UsageError(f"--data applies to data domains (kind: data); '{domain.name}' is not one")
-    if data is None:
-        raise UsageError(f"'{domain.name}' is a data domain: give the task's data with --data FILE")
-    doc, stats = kind.plan_data(  # type: ignore[attr-defined]
-        domain,
-        task,
-        data,
-        backend,
-        given=request,
-        budgets=budgets,
-        on_event=on_event,
-        records=records,
-    )
-    return PlanResult(doc, None, stats, records)
+    job = PlanJob(
+        task, list(inputs or []), output, variables, data, request, budgets, on_event,
+        [] if trace is None else trace,
+    )  # fmt: skip
+    return kind_of(domain).plan_task(domain, job, backend)
 
 
 def verify_data(
@@ -247,17 +172,7 @@ def verify_data(
     The request comes from ``request``, else from the plan document's own ``request``.
     """
     domain = load_domain(spec)
-    kind = kind_of(domain)
-    if not kind.takes_data:
-        raise UsageError(f"--data applies to data domains (kind: data); '{domain.name}' is not one")
-    given = request
-    if given is None and isinstance(plan, dict) and isinstance(plan.get("request"), dict):
-        given = plan["request"]
-    if given is None:
-        raise UsageError(
-            "give the request's values with --constraints FILE (or a plan JSON made by fllm)"
-        )
-    return kind.check_data_plan(domain, plan, data, given)  # type: ignore[attr-defined,no-any-return]
+    return kind_of(domain).check_with_data(domain, plan, data, request)
 
 
 # In a text plan "#" starts a comment at the start of a line or after a space, so a tool may

@@ -10,12 +10,12 @@ from fllm_cli.diagnostics import Diagnostic
 from fllm_cli.domain.model import Domain
 from fllm_cli.errors import UsageError
 from fllm_cli.kinds.automaton import AutomatonKind
-from fllm_cli.kinds.base import Compiled, Kind
+from fllm_cli.kinds.base import Compiled, Kind, PlanJob, PlanResult
 from fllm_cli.kinds.data import DataKind
 from fllm_cli.kinds.grammar import GrammarKind
 from fllm_cli.kinds.tools import ToolKind
 
-__all__ = ["KINDS", "Compiled", "Kind", "check_domain", "kind_of"]
+__all__ = ["KINDS", "Compiled", "Kind", "PlanJob", "PlanResult", "check_domain", "kind_of"]
 
 KINDS: dict[str, Kind] = {
     kind.name: kind for kind in (ToolKind(), GrammarKind(), AutomatonKind(), DataKind())

@@ -9,14 +9,52 @@ asks which kind it is. Adding a kind means one new module here and one entry in 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from fllm_cli.automaton.pda import PDA, Config
 from fllm_cli.diagnostics import Diagnostic
 from fllm_cli.domain.model import Domain, Task
-from fllm_cli.errors import UsageError
+from fllm_cli.domain.variables import resolve_vars
+from fllm_cli.errors import NoPlanError, UsageError
 from fllm_cli.grammar.cfg import Grammar
+from fllm_cli.llm.base import ChoiceResult, Model
+from fllm_cli.search.interface import infer_interface
+from fllm_cli.search.planner import Budgets, Event, Planner, PlanStats
 from fllm_cli.verify import Verdict
+
+Records = list[dict[str, Any]]
+
+
+@dataclass
+class PlanResult:
+    """A plan and how it was made."""
+
+    document: dict[str, Any]
+    derivation: Any  # the derivation tree (grammar-based kinds) or None
+    stats: PlanStats
+    trace: Records = field(default_factory=list)
+
+
+@dataclass
+class PlanJob:
+    """What a caller asks of one planning run, in terms every kind understands.
+
+    ``inputs``/``output`` name the task's interface (kinds that have one; asked of the model
+    when both are missing), ``variables`` the scenario values, ``data`` the task's own data and
+    ``request`` the request's values given instead of read from the text (data-bound kinds).
+    Choice records go to ``records`` as they happen, so a caller keeps them when planning fails.
+    """
+
+    task: str
+    inputs: list[str] = field(default_factory=list)
+    output: str | None = None
+    variables: dict[str, str] | None = None
+    data: Any = None
+    request: dict[str, Any] | None = None
+    budgets: Budgets | None = None
+    on_event: Event | None = None
+    records: Records = field(default_factory=list)
 
 
 class Compiled(ABC):
@@ -59,6 +97,34 @@ class Compiled(ABC):
     def no_plan(self) -> tuple[str, str | None]:
         """Return (message, hint) for a task that no plan can satisfy."""
 
+    def check_solvable(self) -> None:
+        """Refuse a task with no valid plan before any model call, saying why."""
+        if self.lookahead.word_exists():
+            return
+        message, hint = self.no_plan()
+        raise NoPlanError(message, hint=hint)
+
+    def plan(
+        self,
+        model: Model,
+        budgets: Budgets | None = None,
+        on_event: Event | None = None,
+        records: Records | None = None,
+    ) -> PlanResult:
+        """Search the automaton with ``model`` choosing; return the verified plan."""
+        self.check_solvable()
+        trace: Records = [] if records is None else records
+        planner = Planner(
+            self.pda, self.lookahead, model, self.prompter(), budgets or Budgets(), on_event,
+            trace=trace,
+        )  # fmt: skip
+        final = planner.run()
+        doc, derivation = self.document(final, model.name, planner.stats.as_dict())
+        verdict = self.verify(doc["word"])
+        if not verdict.valid:  # a bug, never a user's problem: refuse to present it as valid
+            raise NoPlanError(f"internal error: planned word failed verification: {verdict.reason}")
+        return PlanResult(doc, derivation, planner.stats, trace)
+
 
 class Kind(ABC):
     """How one kind of domain is checked and compiled."""
@@ -88,6 +154,40 @@ class Kind(ABC):
         variables: dict[str, str],
     ) -> Compiled:
         """Compile the domain for one task."""
+
+    def plan_task(self, domain: Domain, job: PlanJob, model: Model) -> PlanResult:
+        """Plan one task from its text: ask for the interface when the kind has one, compile,
+        search. The interface question's calls count in the plan's stats."""
+        if job.data is not None or job.request is not None:
+            raise UsageError(
+                f"--data and --constraints apply to data domains; '{domain.name}' is "
+                f"{self.name_with_article} domain"
+            )
+        inputs, output = list(job.inputs), job.output
+        asked: list[ChoiceResult] = []
+        if self.has_interface:
+            if not inputs and output is None:
+                inputs, output, asked = infer_interface(domain, job.task, model, job.records)
+            elif not inputs or output is None:
+                raise UsageError(
+                    "give both --input and --output, or neither (then the model is asked)"
+                )
+        variables = resolve_vars(domain, job.variables)
+        compiled = self.compile(domain, job.task, inputs, output, variables)
+        result = compiled.plan(model, job.budgets, job.on_event, job.records)
+        stats = result.document["stats"]
+        stats["llm_calls"] += sum(r.calls for r in asked)
+        stats["choice_points"] += len(asked)
+        stats["fallbacks"] += sum(r.fallback for r in asked)
+        return result
+
+    def check_with_data(
+        self, domain: Domain, plan: Any, data: Any, request: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Check a plan written by anyone against the task's data (data-bound kinds)."""
+        raise UsageError(
+            f"--data applies to data domains; '{domain.name}' is {self.name_with_article} domain"
+        )
 
     def refuse_interface(self, domain: Domain, inputs: list[str], output: str | None) -> None:
         """Raise a usage error when a kind without a task interface is given one."""

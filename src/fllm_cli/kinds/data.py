@@ -22,8 +22,8 @@ from fllm_cli.diagnostics import Diagnostic
 from fllm_cli.domain.check import check_templates
 from fllm_cli.domain.model import Domain
 from fllm_cli.errors import NoPlanError, SpecError, UsageError
-from fllm_cli.kinds.base import Kind
-from fllm_cli.llm.base import ChoiceRequest
+from fllm_cli.kinds.base import Kind, PlanJob, PlanResult
+from fllm_cli.llm.base import ChoiceRequest, Model
 from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.search.planner import Budgets, Event
@@ -80,6 +80,40 @@ class DataKind(Kind):
 
     def overview(self, domain: Domain, variables: dict[str, str]) -> Any:
         raise UsageError(f"'{domain.name}' is a data domain: it has no automaton to draw")
+
+    def plan_task(self, domain: Domain, job: PlanJob, model: Model) -> PlanResult:
+        """Plan a task on the data it brings (``job.data``); the request is read from the text
+        unless ``job.request`` gives it."""
+        self.refuse_interface(domain, job.inputs, job.output)
+        if job.data is None:
+            raise UsageError(
+                f"'{domain.name}' is a data domain: give the task's data with --data FILE"
+            )
+        doc, stats = self.plan_data(
+            domain,
+            job.task,
+            job.data,
+            model,
+            given=job.request,
+            budgets=job.budgets,
+            on_event=job.on_event,
+            records=job.records,
+        )
+        return PlanResult(doc, None, stats, job.records)
+
+    def check_with_data(
+        self, domain: Domain, plan: Any, data: Any, request: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Check a plan against the task's data; the request comes from ``request``, else from
+        the plan document's own ``request`` (a plan fllm made)."""
+        given = request
+        if given is None and isinstance(plan, dict) and isinstance(plan.get("request"), dict):
+            given = plan["request"]
+        if given is None:
+            raise UsageError(
+                "give the request's values with --constraints FILE (or a plan JSON made by fllm)"
+            )
+        return self.check_data_plan(domain, plan, data, given)
 
     def read_request(
         self,
