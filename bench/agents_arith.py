@@ -103,7 +103,7 @@ def main() -> int:
                         "expected": problem["answer"],
                         "correct": correct(value, problem["answer"]),
                         "steps": run.stats.steps,
-                        "model_calls": run.stats.model_calls,
+                        "model_calls": run.stats.llm_calls,
                         "tool_calls": run.stats.tool_calls,
                         "tool_errors": run.stats.tool_errors,
                         "content_rejects": run.stats.content_rejects,

@@ -7,6 +7,7 @@ Each command's ``--trace`` replays with ``--model replay:TRACE`` (same result, n
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def test_agent_trace_replays_without_the_model(tmp_path: Path, fllm_inproc: InPr
     assert code_ == 0, err
     first, second = json.loads(out), json.loads(again)
     assert second["steps"] == first["steps"] and second["answer"] == first["answer"] == "52.8"
-    assert second["stats"]["model_calls"] == 0
+    assert second["stats"]["llm_calls"] == 0
     # Another question changes the prompts: replay refuses and names the trace line.
     code_, _, err = fllm_inproc("agent", REACT, "Another question?", "--model", f"replay:{trace}")
     assert code_ == 1 and "different prompt" in err and f"{trace}:" in err
@@ -100,6 +101,16 @@ def test_solve_trace_replays(tmp_path: Path, fllm_inproc: InProc) -> None:
     assert (replayed["objective"], replayed["accepted"]) == (2520, True)
     assert replayed["solution"] == recorded.solution
     assert len(scripted.prompts) == asked  # the recording model was not asked again
+    # Stats: each stage's model usage in the one shape, and the sandboxed runs apart.
+    assert replayed["stats"]["execute"]["runs"] == replayed["runs"] >= 1
+    stages = {k: v for k, v in recorded.stats.items() if k != "execute"}
+    asked_per_stage = Counter(r["kind"] for r in meter.records if r["type"] == "generate")
+    assert {k: v["llm_calls"] for k, v in stages.items()} == asked_per_stage
+    assert replayed["stats"].keys() == recorded.stats.keys()
+    assert all(
+        {"cached", "fallbacks", "cost_usd", "model_seconds"} <= v.keys() for v in stages.values()
+    )
+    assert "call(s)" in err and "run(s)" in err  # the stats line on stderr
     code_, _, err = fllm_inproc(
         "solve", COFFEE, "Another query?", "--model", f"replay:{trace}", "--code-timeout", "8"
     )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 from tests.fake_backends import Priced
 
 from fllm_cli.errors import BudgetExceeded, TimeBudgetExceeded
 from fllm_cli.llm.base import ChoiceRequest, GenerateRequest
-from fllm_cli.llm.meter import RunMeter
+from fllm_cli.llm.meter import ModelStats, RunMeter
 from fllm_cli.llm.simple import ScriptedModel
 
 CHOICE = ChoiceRequest("Pick:\n1: a\n2: b", ("a", "b"), "plan")
@@ -94,4 +96,24 @@ def test_choices_made_without_the_model_are_marked() -> None:
     meter = RunMeter(priced())
     result = meter.decided(CHOICE, 0)
     assert result.fallback and meter.records[0]["asked"] is False
-    assert meter.fallbacks == 1 and meter.calls == 0
+    assert meter.stats.fallbacks == 1 and meter.calls == 0
+
+
+def test_a_fork_charges_the_stats_object_it_is_given() -> None:
+    @dataclass
+    class Mine(ModelStats):
+        searches: int = 0
+
+    parent = RunMeter(priced())
+    mine = Mine(searches=4)
+    child = parent.fork(stats=mine)
+    child.choose(CHOICE)
+    child.decided(CHOICE, 1)
+    parent.choose(CHOICE)
+    assert (mine.llm_calls, mine.fallbacks, mine.prompt_tokens) == (1, 1, 10)
+    assert mine.cost_usd == pytest.approx(0.01) and mine.model_seconds >= 0
+    assert (parent.stats.llm_calls, parent.stats.fallbacks) == (2, 1)
+    assert parent.stats.cost_usd == pytest.approx(0.02)
+    # The JSON form carries the subclass's own fields; the usage form only the model's.
+    assert mine.as_dict()["searches"] == 4 and mine.as_dict()["cost_usd"] == 0.01
+    assert "searches" not in child.summary() and child.summary()["llm_calls"] == 1

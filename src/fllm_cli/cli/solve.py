@@ -206,7 +206,12 @@ def _render(data: dict[str, Any]) -> None:
     elif data.get("solution") is not None:
         out.print(json.dumps(data["solution"], indent=2), markup=False)
     stats = data.get("stats") or {}
-    parts = [f"{k} {v['calls']} call(s) {v['seconds']:.1f}s" for k, v in stats.items()]
+    parts = [
+        f"{k} {v['runs']} run(s) {v['seconds']:.1f}s"
+        if "runs" in v
+        else f"{k} {v['llm_calls']} call(s) {v['model_seconds']:.1f}s"
+        for k, v in stats.items()
+    ]
     stderr_console().print("stats: " + "; ".join(parts), highlight=False)
 
 

@@ -68,13 +68,16 @@ class DataPlanner:
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         self.trip = trip
-        self.meter = meter
         self.task = task
         self.readings = readings
         self.search = search
         self.budgets = budgets or Budgets()
         self.on_event = on_event
         self.stats = PlanStats()
+        # The search's own meter charges its stats; everything also reaches the caller's.
+        self.meter = meter.fork(
+            max_cost=self.budgets.max_cost, records=meter.records, stats=self.stats
+        )
         self.values: dict[str, int] = {}
         self.progress: list[str] = []
         self.spent = 0  # cents of decided items
@@ -308,7 +311,6 @@ class DataPlanner:
             self.stats.budget_exhausted = "max_llm_calls"
         else:
             result = self.meter.choose(request, **point)
-        self.stats.charge(result)
         return result.index
 
 

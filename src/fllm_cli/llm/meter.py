@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from fllm_cli.errors import BudgetExceeded, TimeBudgetExceeded
@@ -35,6 +35,50 @@ from fllm_cli.llm.base import (
 )
 
 Record = dict[str, Any]
+
+
+@dataclass
+class ModelStats:
+    """What the model calls of a run, or of one part of it, cost: one shape for every command.
+
+    The meter charges these fields; a command's own stats (a plan's search counters, an agent's
+    tool calls) subclass it and add theirs, so usage is counted once, by the meter.
+    """
+
+    llm_calls: int = 0
+    cached: int = 0
+    fallbacks: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    model_seconds: float = 0.0
+
+    def charge(
+        self, calls: int, usage: Usage, cached: bool, fallback: bool, seconds: float
+    ) -> None:
+        """Add one call's cost."""
+        self.llm_calls += calls
+        self.cached += int(cached)
+        self.fallbacks += int(fallback)
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.cost_usd += usage.cost_usd
+        self.model_seconds += seconds
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the JSON form, a subclass's fields included (money to micro-dollars, times
+        to ms)."""
+        return {name: _rounded(name, value) for name, value in asdict(self).items()}
+
+    def usage_dict(self) -> dict[str, Any]:
+        """Return only the model fields, in the JSON form."""
+        return {f.name: _rounded(f.name, getattr(self, f.name)) for f in fields(ModelStats)}
+
+
+def _rounded(name: str, value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 6 if name == "cost_usd" else 3)
+    return value
 
 
 @dataclass
@@ -60,6 +104,7 @@ class RunMeter(Model):
         on_call: Callable[[CallTally], None] | None = None,
         records: list[Record] | None = None,
         parent: RunMeter | None = None,
+        stats: ModelStats | None = None,
     ) -> None:
         self.inner = inner
         self.name = inner.name
@@ -69,10 +114,7 @@ class RunMeter(Model):
         self.on_call = on_call
         self.records: list[Record] = [] if records is None else records
         self.parent = parent
-        self.usage = Usage()
-        self.calls = 0
-        self.cached = 0
-        self.fallbacks = 0
+        self.stats = ModelStats() if stats is None else stats
         self.tally = CallTally()
         self.started = time.monotonic()
         self.last: Record | None = None
@@ -93,8 +135,13 @@ class RunMeter(Model):
         max_seconds: float | None = None,
         budget_flag: str = "--max-seconds",
         records: list[Record] | None = None,
+        stats: ModelStats | None = None,
     ) -> RunMeter:
-        """Return a child meter (own limits, counts and records) that reports to this one."""
+        """Return a child meter (own limits, counts and records) that reports to this one.
+
+        ``stats`` is the object the child charges (a command's stats, which extend
+        :class:`ModelStats`); a fresh one when not given.
+        """
         return RunMeter(
             inner or self.inner,
             max_cost=max_cost,
@@ -102,7 +149,13 @@ class RunMeter(Model):
             budget_flag=budget_flag,
             records=records,
             parent=self,
+            stats=stats,
         )
+
+    @property
+    def calls(self) -> int:
+        """Model calls charged so far (here and in children)."""
+        return self.stats.llm_calls
 
     def _chain(self) -> Iterator[RunMeter]:
         meter: RunMeter | None = self
@@ -128,7 +181,7 @@ class RunMeter(Model):
                 hint=f"raise it with {self.budget_flag} (now {self.max_seconds:g})",
                 stage=stage,
             )
-        spent = self.usage.cost_usd
+        spent = self.stats.cost_usd
         if self.max_cost is not None and spent > 0 and spent >= self.max_cost:
             raise BudgetExceeded(
                 f"cost budget of ${self.max_cost:.4f} spent (${spent:.4f} in {self.calls} "
@@ -143,16 +196,16 @@ class RunMeter(Model):
             if meter.on_call is not None:
                 meter.on_call(meter.tally)
 
-    def _charge(self, calls: int, usage: Usage, cached: bool, fallback: bool) -> None:
+    def _charge(
+        self, calls: int, usage: Usage, cached: bool, fallback: bool, seconds: float = 0.0
+    ) -> None:
         for meter in self._chain():
             with meter._lock:
-                meter.calls += calls
-                meter.cached += int(cached)
-                meter.fallbacks += int(fallback)
-                meter.usage.add(usage)
-                meter.tally.calls = meter.calls
-                meter.tally.tokens = meter.usage.prompt_tokens + meter.usage.completion_tokens
-                meter.tally.cost_usd = meter.usage.cost_usd
+                s = meter.stats
+                s.charge(calls, usage, cached, fallback, seconds)
+                meter.tally.calls = s.llm_calls
+                meter.tally.tokens = s.prompt_tokens + s.completion_tokens
+                meter.tally.cost_usd = s.cost_usd
             if meter.on_call is not None:
                 meter.on_call(meter.tally)
 
@@ -175,7 +228,7 @@ class RunMeter(Model):
         start = time.perf_counter()
         result = self.inner.choose(request)
         latency = time.perf_counter() - start
-        self._charge(result.calls, result.usage, result.cached, result.fallback)
+        self._charge(result.calls, result.usage, result.cached, result.fallback, latency)
         self._keep(choice_record(request, result, latency, **extra))
         return result
 
@@ -185,7 +238,7 @@ class RunMeter(Model):
         start = time.perf_counter()
         gen = self.inner.generate(request)
         latency = time.perf_counter() - start
-        self._charge(gen.calls, gen.usage, gen.cached, False)
+        self._charge(gen.calls, gen.usage, gen.cached, False, latency)
         record: Record = {
             "type": "generate",
             "kind": request.kind,
@@ -223,15 +276,8 @@ class RunMeter(Model):
         return self.inner.info()
 
     def summary(self) -> dict[str, Any]:
-        """Return the totals as plain data (the shape of plan stats' usage fields)."""
-        return {
-            "llm_calls": self.calls,
-            "cached": self.cached,
-            "fallbacks": self.fallbacks,
-            "prompt_tokens": self.usage.prompt_tokens,
-            "completion_tokens": self.usage.completion_tokens,
-            "cost_usd": round(self.usage.cost_usd, 6),
-        }
+        """Return the model totals as plain data (the usage fields of every command's stats)."""
+        return self.stats.usage_dict()
 
     def __getattr__(self, name: str) -> Any:
         # Back-end specific helpers (e.g. the local model's scoring) stay reachable.

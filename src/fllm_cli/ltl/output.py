@@ -8,28 +8,8 @@ from fllm_cli.ltl.runtime import AgentRun, transcript
 
 
 def stats_dict(run: AgentRun) -> dict[str, Any]:
-    """Return the run's statistics as plain data."""
-    s = run.stats
-    return {
-        "steps": s.steps,
-        "loops": s.loops,
-        "model_calls": s.model_calls,
-        "generate_calls": s.generate_calls,
-        "choice_calls": s.choice_calls,
-        "fallbacks": s.fallbacks,
-        "forced_tags": s.forced_tags,
-        "dropped_tags": s.dropped_tags,
-        "tool_calls": s.tool_calls,
-        "tool_errors": s.tool_errors,
-        "content_rejects": s.content_rejects,
-        "content_retries": s.content_retries,
-        "content_failures": s.content_failures,
-        "budget_hit": s.budget_hit,
-        "prompt_tokens": s.usage.prompt_tokens,
-        "completion_tokens": s.usage.completion_tokens,
-        "cost_usd": round(s.usage.cost_usd, 6),
-        "seconds": round(s.seconds, 3),
-    }
+    """Return the run's statistics as plain data (model usage in the shape every command uses)."""
+    return run.stats.as_dict()
 
 
 def stats_line(run: AgentRun) -> str:
@@ -38,7 +18,7 @@ def stats_line(run: AgentRun) -> str:
     parts = [
         f"{s.steps} steps",
         f"{s.loops} loops",
-        f"{s.model_calls} model calls",
+        f"{s.llm_calls} model calls",
         f"{s.forced_tags} forced tags",
         f"{s.dropped_tags} dropped tags",
         f"{s.tool_calls} tool calls ({s.tool_errors} errors)",

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fllm_cli.errors import BudgetExceeded, ContextOverflow, TimeBudgetExceeded, UsageError
-from fllm_cli.llm.base import ChoiceRequest, GenerateRequest, Model, Usage
-from fllm_cli.llm.meter import RunMeter
+from fllm_cli.llm.base import ChoiceRequest, GenerateRequest, Model
+from fllm_cli.llm.meter import ModelStats, RunMeter
 from fllm_cli.ltl.automaton import Automaton
 from fllm_cli.ltl.content import Language
 from fllm_cli.ltl.environment import Environment
@@ -60,15 +60,13 @@ class Step:
 
 
 @dataclass
-class RunStats:
-    """Counts and costs of a run."""
+class RunStats(ModelStats):
+    """Counts of a run; the model's usage is charged by the run meter."""
 
     steps: int = 0
     loops: int = 0
     generate_calls: int = 0
     choice_calls: int = 0
-    model_calls: int = 0
-    fallbacks: int = 0
     forced_tags: int = 0
     dropped_tags: int = 0
     tool_calls: int = 0
@@ -77,7 +75,6 @@ class RunStats:
     content_retries: int = 0  # of which were asked again
     content_failures: int = 0  # states closed because no reply parsed
     budget_hit: str | None = None
-    usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
 
 
@@ -152,7 +149,8 @@ class AgentRunner:
         # Every call goes through the run meter (the caller's when ``model`` is one); the run's
         # own records (model calls, env turns, steps) are also kept in ``self.records``.
         self.records: list[dict[str, Any]] = []
-        self.meter = RunMeter.wrap(model).fork(records=self.records)
+        self.stats = RunStats()
+        self.meter = RunMeter.wrap(model).fork(records=self.records, stats=self.stats)
         self.env = environment
         self.header = header
         self.tool_names = tool_names
@@ -165,7 +163,6 @@ class AgentRunner:
             {d.name: d.language for d in spec.states if d.language is not None}
         )
         self.steps: list[Step] = []
-        self.stats = RunStats()
         if automaton.empty:
             raise UsageError(f"agent '{spec.name}' admits no run")
         need = automaton.distance[automaton.initial]
@@ -407,8 +404,6 @@ class AgentRunner:
             step.notes.append("the cost budget is spent; closing the run")
             return None
         self.stats.generate_calls += 1
-        self.stats.model_calls += generation.calls
-        self.stats.usage.add(generation.usage)
         text, proposed, notes = self._cut(generation.text)
         step.source = "model"
         step.text = text
@@ -505,10 +500,6 @@ class AgentRunner:
             self._spent(exc)
             return 0
         self.stats.choice_calls += 1
-        self.stats.model_calls += result.calls
-        self.stats.usage.add(result.usage)
-        if result.fallback:
-            self.stats.fallbacks += 1
         index = result.index if 0 <= result.index < len(options) else 0
         if self.meter.last is not None:
             self.observer.event(self.meter.last)

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fllm_cli.automaton.pda import PDA, Config
 from fllm_cli.errors import NoPlanError
 from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Model
-from fllm_cli.llm.meter import RunMeter
+from fllm_cli.llm.meter import ModelStats, RunMeter
 
 
 class Lookahead(Protocol):
@@ -52,40 +52,15 @@ class Budgets:
 
 
 @dataclass
-class PlanStats:
-    """What a planning run cost."""
+class PlanStats(ModelStats):
+    """What a planning run cost: the model's usage (charged by the run meter) and the search."""
 
-    llm_calls: int = 0
     choice_points: int = 0
     forced_moves: int = 0
     backtracks: int = 0
-    fallbacks: int = 0
-    cached: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
     seconds: float = 0.0
-    model_seconds: float = 0.0
     steps: int = 0
     budget_exhausted: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return the JSON form (cost rounded to micro-dollars, times to ms)."""
-        d = asdict(self)
-        d["cost_usd"] = round(self.cost_usd, 6)
-        d["seconds"] = round(self.seconds, 3)
-        d["model_seconds"] = round(self.model_seconds, 3)
-        return d
-
-    def charge(self, result: ChoiceResult) -> None:
-        """Add a choice's cost."""
-        self.llm_calls += result.calls
-        self.cached += int(result.cached)
-        self.fallbacks += int(result.fallback)
-        self.prompt_tokens += result.usage.prompt_tokens
-        self.completion_tokens += result.usage.completion_tokens
-        self.cost_usd += result.usage.cost_usd
-        self.model_seconds += result.seconds
 
 
 @dataclass
@@ -118,7 +93,7 @@ class Planner:
         # Every choice goes through the run meter (the caller's, when ``model`` is one): it
         # enforces the cost ceiling and writes the trace records, into ``trace`` too.
         self.meter = RunMeter.wrap(self.model).fork(
-            max_cost=self.budgets.max_cost, records=self.trace
+            max_cost=self.budgets.max_cost, records=self.trace, stats=self.stats
         )
 
     def _emit(self, name: str, **data: Any) -> None:
@@ -194,7 +169,6 @@ class Planner:
             self.stats.budget_exhausted = "max_llm_calls"
         else:
             result = self.meter.choose(request, **point)
-        self.stats.charge(result)
         if self.meter.last is not None:
             self.meter.last["transition"] = self.pda.transitions[moves[result.index]].label()
         return frame.untried.pop(result.index)[1]

@@ -37,17 +37,6 @@ class Settings:
 
 
 @dataclass
-class StageStats:
-    """What one stage cost."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    seconds: float = 0.0
-
-
-@dataclass
 class SolveResult:
     """The answer to one query, in the fixed shape of its problem kind."""
 
@@ -93,10 +82,12 @@ class Session:
         self.problem = problem
         self.query = query
         self.settings = settings
-        self.stats: dict[str, StageStats] = {}
         self.trace: list[dict[str, Any]] = []
         self.meter = RunMeter.wrap(model).fork(max_seconds=settings.max_seconds, records=self.trace)
+        # One child meter per stage charges that stage's usage; code runs are counted apart.
+        self.stages: dict[str, RunMeter] = {}
         self.runs = 0
+        self.run_seconds = 0.0
 
     def check_time(self, stage: str) -> None:
         """Raise once the query's time (or the run's money) is spent, naming ``stage``."""
@@ -121,18 +112,20 @@ class Session:
 
     def ask(self, stage: str, prompt: str) -> str:
         """Send one prompt, record its cost and trace, and return the reply."""
-        start = time.perf_counter()
-        gen = self.meter.generate(
+        meter = self.stages.get(stage)
+        if meter is None:
+            meter = self.stages[stage] = self.meter.fork(records=self.trace)
+        gen = meter.generate(
             GenerateRequest(prompt=prompt, max_tokens=self.settings.max_tokens, kind=stage)
         )
-        seconds = time.perf_counter() - start
-        s = self.stats.setdefault(stage, StageStats())
-        s.calls += gen.calls
-        s.prompt_tokens += gen.usage.prompt_tokens
-        s.completion_tokens += gen.usage.completion_tokens
-        s.cost_usd += gen.usage.cost_usd
-        s.seconds += seconds
         return gen.text
+
+    def stats(self) -> dict[str, Any]:
+        """Return each stage's model usage and the code runs, as plain data."""
+        out: dict[str, Any] = {name: m.stats.as_dict() for name, m in self.stages.items()}
+        if self.runs:
+            out["execute"] = {"runs": self.runs, "seconds": round(self.run_seconds, 3)}
+        return out
 
     def run(self, code: str) -> ExecResult:
         """Run code in the sandbox (over the horizons for multi-step problems)."""
@@ -156,9 +149,7 @@ class Session:
         )
         seconds = time.perf_counter() - start
         self.runs += 1
-        s = self.stats.setdefault("execute", StageStats())
-        s.calls += 1
-        s.seconds += seconds
+        self.run_seconds += seconds
         self.meter.event(
             "exec",
             kind="execute",
@@ -354,7 +345,7 @@ def solve(
             break
         definition, formulation, code = _modify(s, wrong, definition, formulation, code)
     result.runs = s.runs
-    result.stats = {k: asdict(v) for k, v in s.stats.items()}
+    result.stats = s.stats()
     return result
 
 
