@@ -1,13 +1,24 @@
-"""Shared fixtures: paths, golden files, and the one CLI runner (two variants).
+"""Shared fixtures: paths, golden files, a fake model server, and the one CLI runner.
 
-Drive the ``fllm`` command with either:
+There is one way to drive the ``fllm`` command from a test, in a subprocess (two modes) or
+in this process:
 
-* ``run_fllm(*args, stdin=None, env=None, timeout=180) -> (code, out, err)`` -- a subprocess
-  through the real entry point (``python -m fllm_cli``). Use it when the real process
-  matters: environment variables, a pty, exit codes through the error funnel, signals.
+* ``run_fllm(*args, stdin=None, env=None, unset=(), timeout=180) -> (code, out, err)`` -- a
+  subprocess through the real entry point (``python -m fllm_cli``), stdout and stderr read
+  through pipes. Use it when the real process matters: environment variables (``env`` adds
+  or overrides, ``unset`` removes, e.g. ``unset=("NO_COLOR",)``), exit codes through the
+  error funnel, signals, output off a terminal.
+* ``run_fllm_on_terminal(*args, columns=80, stdout_too=True, env=None, unset=(),
+  timeout=120) -> (code, out, "")`` -- the same subprocess with stderr (and stdout, unless
+  ``stdout_too=False``) on a pseudo-terminal ``columns`` wide, for what only a terminal
+  shows: progress, wrapping, truncation. A terminal merges the streams, so ``out`` is all
+  the terminal showed and ``err`` is always empty.
 * the ``fllm_inproc`` fixture -- ``fllm_inproc(*args, stdin=None) -> (code, out, err)``,
   calling ``fllm_cli.cli.app.main(args)`` in this process (fast; error funnel included)
   and asserting that no traceback was printed.
+
+The ``stub_server`` fixture yields a started ``tests.stub_server.StubServer``: a scripted
+OpenAI-compatible server on 127.0.0.1 (replies, HTTP errors, slow or broken answers).
 
 Shared data lives in ``tests/data/`` (``SPECS``, ``BROKEN``, ``RENDERINGS`` below).
 """
@@ -17,14 +28,19 @@ from __future__ import annotations
 import io
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
+
+from tests.stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
@@ -76,19 +92,85 @@ class CliResult(NamedTuple):
     err: str
 
 
+def _cli_env(env: dict[str, str] | None, unset: Iterable[str]) -> dict[str, str]:
+    """This process's environment without ``unset``, then with ``env`` on top."""
+    removed = set(unset)
+    return {**{k: v for k, v in os.environ.items() if k not in removed}, **(env or {})}
+
+
 def run_fllm(
-    *args: str, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 180
+    *args: str,
+    stdin: str | None = None,
+    env: dict[str, str] | None = None,
+    unset: Iterable[str] = (),
+    timeout: float = 180,
 ) -> CliResult:
-    """Run the real console entry point in a subprocess; return (code, stdout, stderr)."""
+    """Run the real console entry point in a subprocess; return (code, stdout, stderr).
+
+    ``unset`` names variables to remove from the inherited environment; ``env`` is applied
+    after it, so a name in both ends up set.
+    """
     proc = subprocess.run(
         [sys.executable, "-m", "fllm_cli", *args],
         capture_output=True,
         text=True,
         input=stdin,
         timeout=timeout,
-        env={**os.environ, **(env or {})},
+        env=_cli_env(env, unset),
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_fllm_on_terminal(
+    *args: str,
+    columns: int = 80,
+    stdout_too: bool = True,
+    env: dict[str, str] | None = None,
+    unset: Iterable[str] = (),
+    timeout: float = 120,
+) -> CliResult:
+    """Run the entry point with stderr (and stdout) on a pty; ``out`` is what the terminal showed.
+
+    The terminal is ``columns`` wide (``COLUMNS``, with ``TERM=xterm``; ``env`` may still
+    override both). With ``stdout_too=False`` stdout goes to /dev/null, so only stderr is shown.
+    ``err`` is always empty. A run longer than ``timeout`` is killed and raises
+    ``subprocess.TimeoutExpired``, as ``run_fllm`` does.
+    """
+    command = [sys.executable, "-m", "fllm_cli", *args]
+    full = {**_cli_env(None, unset), "TERM": "xterm", "COLUMNS": str(columns), **(env or {})}
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            command,
+            stdout=slave if stdout_too else subprocess.DEVNULL,
+            stderr=slave,
+            env=full,
+        )
+    finally:
+        os.close(slave)  # the child holds its own copy; EOF comes when it closes that
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                proc.kill()
+                proc.wait()
+                raise subprocess.TimeoutExpired(command, timeout)
+            ready, _, _ = select.select([master], [], [], left)
+            if not ready:
+                continue
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: every writer has closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        code = proc.wait(timeout=max(deadline - time.monotonic(), 1))
+    finally:
+        os.close(master)
+    return CliResult(code, b"".join(chunks).decode(errors="replace"), "")
 
 
 class InProc:
@@ -119,7 +201,14 @@ def fllm_inproc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPa
     return InProc(capsys, monkeypatch)
 
 
-def load_tasks() -> list[dict]:
+@pytest.fixture
+def stub_server() -> Iterator[StubServer]:
+    """A started fake OpenAI-compatible server (``tests/stub_server.py``), closed afterwards."""
+    with StubServer() as server:
+        yield server
+
+
+def load_tasks() -> list[dict[str, Any]]:
     """The 185 OpenAGI benchmark tasks with their interfaces."""
     lines = (DATA / "openagi_tasks.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]

@@ -8,19 +8,12 @@ errors, colour follows NO_COLOR / FORCE_COLOR, and a spent time budget ends clea
 from __future__ import annotations
 
 import json
-import os
-import pty
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_fllm
+from tests.conftest import ROOT, run_fllm, run_fllm_on_terminal
+from tests.stub_server import StubServer
 
 OPENAGI = str(ROOT / "domains" / "openagi.yaml")
 TASKS = str(ROOT / "tests" / "data" / "openagi_tasks.jsonl")
@@ -92,75 +85,24 @@ def test_quiet_still_reports_errors() -> None:
     assert "unknown modality 'imgae'" in err
 
 
-def _env_without(*names: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in names}
-    env.update(extra)
-    return env
-
-
-def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fllm_cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
 def test_colour_follows_force_color_and_no_color() -> None:
     args = ["render-pda", OPENAGI, "-i", "image", "--output", "text"]
-    forced = _run(args, _env_without("NO_COLOR", FORCE_COLOR="1"))
-    assert forced.returncode == 0 and "\x1b[" in forced.stdout
-    plain = _run(args, _env_without("FORCE_COLOR", NO_COLOR="1"))
-    assert plain.returncode == 0 and "\x1b[" not in plain.stdout
-    piped = _run(args, _env_without("FORCE_COLOR", "NO_COLOR"))
-    assert piped.returncode == 0 and "\x1b[" not in piped.stdout
+    forced = run_fllm(*args, unset=("NO_COLOR",), env={"FORCE_COLOR": "1"}, timeout=120)
+    assert forced.code == 0 and "\x1b[" in forced.out
+    plain = run_fllm(*args, unset=("FORCE_COLOR",), env={"NO_COLOR": "1"}, timeout=120)
+    assert plain.code == 0 and "\x1b[" not in plain.out
+    piped = run_fllm(*args, unset=("FORCE_COLOR", "NO_COLOR"), timeout=120)
+    assert piped.code == 0 and "\x1b[" not in piped.out
 
 
-# --- a slow OpenAI-compatible server on 127.0.0.1, for progress and time budgets -------------
-
-
-class _Slow(BaseHTTPRequestHandler):
-    delay = 0.8
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        time.sleep(self.delay)
-        body = {
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "stub",
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": "I am still thinking."},
-                }
-            ],
-            "usage": {"prompt_tokens": 40, "completion_tokens": 5, "total_tokens": 45},
-        }
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+# --- a slow model server (tests/stub_server.py), for progress and time budgets ---------------
 
 
 @pytest.fixture
-def slow_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
+def slow_server(stub_server: StubServer) -> str:
+    """The stub's base URL; every reply takes 0.8 s and says nothing useful."""
+    stub_server.play(then="slow:0.8:I am still thinking.")
+    return stub_server.base
 
 
 def _solve_args(base: str, trace: Path) -> list[str]:
@@ -183,49 +125,21 @@ def test_solve_time_budget_stops_cleanly_with_the_stage(slow_server: str, tmp_pa
     assert records and all(r["type"] == "generate" for r in records)
 
 
-def _run_on_terminal(
-    args: list[str], columns: int, stdout_too: bool = True, env: dict[str, str] | None = None
-) -> tuple[int, str]:
-    """Run fllm with stderr (and stdout) on a pseudo-terminal; return the exit code and output."""
-    master, slave = pty.openpty()
-    full = {**os.environ, "TERM": "xterm", "COLUMNS": str(columns), **(env or {})}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fllm_cli", *args],
-        stdout=slave if stdout_too else subprocess.DEVNULL,
-        stderr=slave,
-        env=full,
-    )
-    os.close(slave)
-    chunks: list[bytes] = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait(timeout=120)
-    os.close(master)
-    return proc.returncode, b"".join(chunks).decode(errors="replace")
-
-
 def test_progress_is_shown_on_a_terminal_only(slow_server: str, tmp_path: Path) -> None:
     args = _solve_args(slow_server, tmp_path / "t.jsonl")
-    code, shown = _run_on_terminal(args, 120, stdout_too=False, env={"OPENAI_API_KEY": "x"})
+    code, shown, _ = run_fllm_on_terminal(
+        *args, columns=120, stdout_too=False, env={"OPENAI_API_KEY": "x"}
+    )
     assert code == 3
     assert "solving" in shown and "model calls" in shown and "tokens" in shown
     assert "definer" in shown  # the stage the run was in
 
 
 def test_bench_summary_on_a_narrow_terminal_cuts_nothing() -> None:
-    _, shown = _run_on_terminal(
-        ["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "5"], 60
-    )
+    bench = ["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "5"]
+    shown = run_fllm_on_terminal(*bench, columns=60).out
     summary = shown[shown.index("fllm bench:") :]  # after the (transient) progress bar
     assert "…" not in summary
     assert "% valid: 100.0" in shown and "p95 s:" in shown
-    _, wide = _run_on_terminal(
-        ["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "5"], 200
-    )
+    wide = run_fllm_on_terminal(*bench, columns=200).out
     assert "% valid" in wide and "p95 s" in wide and "% valid:" not in wide
