@@ -74,8 +74,8 @@ def render(name: str, variables: Mapping[str, Any], search: Iterable[str | Path]
         return template.render(**variables).strip() + "\n"
     except jinja2.UndefinedError as exc:
         raise FllmError(f"prompt template '{name}': {exc.message}") from exc
-    except jinja2.TemplateError as exc:
-        raise FllmError(f"prompt template '{name}': {exc}") from exc
+    except (jinja2.TemplateError, *EXPRESSION_ERRORS) as exc:
+        raise FllmError(f"prompt template '{name}': {template_reason(exc)}") from exc
 
 
 def render_string(source: str, variables: Mapping[str, Any], what: str = "template") -> str:
@@ -85,5 +85,17 @@ def render_string(source: str, variables: Mapping[str, Any], what: str = "templa
         return env.from_string(source).render(**variables)
     except jinja2.UndefinedError as exc:
         raise FllmError(f"{what}: {exc.message}") from exc
-    except jinja2.TemplateError as exc:
-        raise FllmError(f"{what}: {exc}") from exc
+    except (jinja2.TemplateError, *EXPRESSION_ERRORS) as exc:
+        raise FllmError(f"{what}: {template_reason(exc)}") from exc
+
+
+# What an expression inside a template can raise on values it was given ('a' + 1, 1 / 0, a
+# range over the sandbox's cap, int('x')): the template's fault, reported as such.
+EXPRESSION_ERRORS: tuple[type[Exception], ...] = (ArithmeticError, TypeError, ValueError)
+
+
+def template_reason(exc: Exception) -> str:
+    """Say what went wrong in a template, naming the Python error when it is not Jinja's."""
+    if isinstance(exc, jinja2.TemplateError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from fllm_cli.domain.yamlloc import MAX_DEPTH, MAX_NODES, load
+from fllm_cli.errors import FllmError
+from fllm_cli.prompts import render_string
 from tests.conftest import run_fllm
 
 
@@ -94,6 +96,9 @@ automaton:
         ("[1]", "{{ 2 ** 1000000 }}", "exponent larger"),
         ("{from: 1, to: 3, except: [[1]]}", "s{{ k }}", "takes single values"),
         ("'range(1, 10**9)'", "s{{ k }}", "Range too big"),
+        ("[1]", "{% for x in range(10**9) %}{% endfor %}s", "Range too big"),
+        ("[1]", "s{{ 1 // 0 }}", "ZeroDivisionError"),
+        ("[1]", "s{{ 'a' + 1 }}", "TypeError"),
     ],
 )
 def test_families_are_bounded(family: str, name: str, needle: str, tmp_path: Path) -> None:
@@ -125,3 +130,18 @@ def test_a_state_named_by_a_mapping_is_an_error_not_an_object_dump(tmp_path: Pat
     code, out, _ = run_fllm("validate", str(spec), timeout=60)
     assert code == 1 and "expected a name or text, got a mapping" in out
     assert "Node(" not in out
+
+
+@pytest.mark.parametrize(
+    "source, needle",
+    [
+        ("{% for x in range(10**9) %}{% endfor %}", "Range too big"),
+        ("{{ 1 // 0 }}", "ZeroDivisionError"),
+        ("{{ 'a' + 1 }}", "TypeError"),
+        ("{{ 'x' * 3000000000 }}", "more than 1000000 items"),
+    ],
+)
+def test_inline_templates_fail_as_the_template_s_fault(source: str, needle: str) -> None:
+    with pytest.raises(FllmError, match=needle) as info:
+        render_string(source, {}, what="the greeting")
+    assert str(info.value.message).startswith("the greeting: ")

@@ -27,7 +27,7 @@ from fllm_cli.domain.model import (
 )
 from fllm_cli.domain.yamlloc import Node, Reader
 from fllm_cli.errors import FllmError
-from fllm_cli.prompts import environment
+from fllm_cli.prompts import EXPRESSION_ERRORS, environment, template_reason
 
 ANY = "∀"
 ANY_SPELLINGS = {"∀", "*", "any"}
@@ -90,12 +90,14 @@ def _render(source: object, binding: dict[str, Any]) -> str:
         return text
     try:
         return _env().from_string(text).render(**binding).strip()
-    except jinja2.TemplateError as exc:
+    except (jinja2.TemplateError, *EXPRESSION_ERRORS) as exc:
         raise _Bad(f"cannot evaluate '{text}': {_jinja_message(exc)}") from None
 
 
-def _jinja_message(exc: jinja2.TemplateError) -> str:
-    return str(getattr(exc, "message", None) or exc)
+def _jinja_message(exc: Exception) -> str:
+    if isinstance(exc, jinja2.TemplateError):
+        return str(getattr(exc, "message", None) or exc)
+    return template_reason(exc)
 
 
 def _evaluate(source: str, binding: dict[str, Any]) -> Any:
