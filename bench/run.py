@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -350,6 +352,38 @@ def bench_long_plans(folder: Path, quick: bool) -> dict[str, Any]:
 # -- report ----------------------------------------------------------------------------------
 
 
+README_TASK = (
+    "Given noisy blurry grayscale image, how to return the caption in English step by step?"
+)
+README_GOALS = {"cold": 5.0, "warm": 1.5}
+
+
+def bench_readme_command(runs: int) -> dict[str, Any]:
+    """The README's first `fllm plan` command (embedded model), cold and warm, as a user runs it.
+
+    Cold: a fresh cache folder each run; warm: the same folder again (cached replies).
+    """
+    out: dict[str, Any] = {}
+    cmd = [sys.executable, "-m", "fllm_cli", "plan", str(ROOT / "domains" / "openagi.yaml")]
+    cmd += [README_TASK, "-f", "json"]
+    cold, warm, tools = [], [], None
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as home:
+            env = {**os.environ, "FLLM_HOME": home}
+            env.pop("FLLM_MODEL", None)
+            for samples in (cold, warm):
+                start = time.perf_counter()
+                done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+                samples.append(time.perf_counter() - start)
+                doc = json.loads(done.stdout)
+                tools = sorted(w for w in doc["word"] if not w.startswith("input:"))
+    out["cold_s_median"] = round(statistics.median(cold), 2)
+    out["warm_s_median"] = round(statistics.median(warm), 2)
+    out["runs"] = runs
+    out["tools"] = tools
+    return out
+
+
 def verdict(value: float, goal: float) -> str:
     """Return 'ok' when ``value`` meets ``goal``."""
     return "ok" if value < goal else "MISSED"
@@ -414,6 +448,18 @@ def report(results: dict[str, Any]) -> str:
             f"< {LONG_GOAL:g}x: {verdict(ratio, LONG_GOAL)}",
         )
     )
+    readme = results.get("readme_command")
+    if readme:
+        for mode in ("cold", "warm"):
+            value = readme[f"{mode}_s_median"]
+            goal = README_GOALS[mode]
+            rows.append(
+                (
+                    f"README plan command, {mode} (n={readme['runs']})",
+                    f"median {value:.2f} s",
+                    f"<= {goal:g} s: {verdict(value, goal + 1e-9)}",
+                )
+            )
     width = max(len(r[0]) for r in rows)
     value_width = max(len(r[1]) for r in rows)
     lines = [f"{'measure':<{width}}  {'figure':<{value_width}}  goal"]
@@ -437,6 +483,7 @@ def main() -> None:
             "queries": bench_queries(big, args.quick),
             "planner": bench_planner(big, args.quick),
             "long_plans": bench_long_plans(Path(tmp), args.quick),
+            "readme_command": bench_readme_command(1 if args.quick else 3),
         }
     results["bench_seconds"] = round(time.perf_counter() - begin, 1)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

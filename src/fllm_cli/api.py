@@ -123,14 +123,25 @@ def plan(
     options: ModelOptions | None = None,
     on_event: Event | None = None,
     trace: list[dict[str, Any]] | None = None,
+    search: str = "greedy",
 ) -> PlanResult:
     """Plan with a model (a back end or a ``--model`` string) inside the automaton.
 
     Choice records go to ``trace`` as they happen, so a caller keeps them even when planning
-    fails part-way (a budget, a provider error).
+    fails part-way (a budget, a provider error). ``search`` is ``"greedy"`` (the paper's
+    step-by-step questions, the default here) or ``"beam"`` (plan-level search).
     """
     backend = model if isinstance(model, Model) else make_model(model, options)
-    return problem.plan(backend, budgets, on_event, trace)
+    return problem.plan(backend, budgets, on_event, trace, _search(search))
+
+
+SEARCHES = ("beam", "greedy")
+
+
+def _search(name: str) -> str:
+    if name not in SEARCHES:
+        raise UsageError(f"unknown search '{name}': use one of {', '.join(SEARCHES)}")
+    return name
 
 
 def plan_task(
@@ -147,8 +158,13 @@ def plan_task(
     trace: list[dict[str, Any]] | None = None,
     data: Any = None,
     request: dict[str, Any] | None = None,
+    search: str = "beam",
 ) -> PlanResult:
     """Plan a task from its text, whatever the domain's kind.
+
+    ``search="beam"`` (the default) scores whole plans by the task's words where the kind can
+    (tool domains) and asks the model only among ties; ``"greedy"`` asks at every choice point,
+    as the paper does.
 
     Kinds with a task interface ask the model for it when neither ``inputs`` nor ``output`` is
     given (its calls count in the plan's stats). A data-bound domain takes the task's ``data``
@@ -159,7 +175,7 @@ def plan_task(
     backend = model if isinstance(model, Model) else make_model(model, options)
     job = PlanJob(
         task, list(inputs or []), output, variables, data, request, budgets, on_event,
-        [] if trace is None else trace,
+        [] if trace is None else trace, _search(search),
     )  # fmt: skip
     return kind_of(domain).plan_task(domain, job, backend)
 

@@ -74,7 +74,7 @@ def render(name: str, variables: Mapping[str, Any], search: Iterable[str | Path]
         return template.render(**variables).strip() + "\n"
     except jinja2.UndefinedError as exc:
         raise FllmError(f"prompt template '{name}': {exc.message}") from exc
-    except (jinja2.TemplateError, *EXPRESSION_ERRORS) as exc:
+    except TEMPLATE_FAILURES as exc:
         raise FllmError(f"prompt template '{name}': {template_reason(exc)}") from exc
 
 
@@ -85,13 +85,19 @@ def render_string(source: str, variables: Mapping[str, Any], what: str = "templa
         return env.from_string(source).render(**variables)
     except jinja2.UndefinedError as exc:
         raise FllmError(f"{what}: {exc.message}") from exc
-    except (jinja2.TemplateError, *EXPRESSION_ERRORS) as exc:
+    except TEMPLATE_FAILURES as exc:
         raise FllmError(f"{what}: {template_reason(exc)}") from exc
 
 
-# What an expression inside a template can raise on values it was given ('a' + 1, 1 / 0, a
-# range over the sandbox's cap, int('x')): the template's fault, reported as such.
-EXPRESSION_ERRORS: tuple[type[Exception], ...] = (ArithmeticError, TypeError, ValueError)
+# What rendering can raise: Jinja's own errors, and what an expression raises on the values it
+# was given ('a' + 1, 1 / 0, a range over the sandbox's cap, int('x')). All are the template's
+# fault and reported as such.
+TEMPLATE_FAILURES: tuple[type[Exception], ...] = (
+    jinja2.TemplateError,
+    ArithmeticError,
+    TypeError,
+    ValueError,
+)
 
 
 def template_reason(exc: Exception) -> str:

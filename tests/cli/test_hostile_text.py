@@ -145,7 +145,16 @@ def test_plan_task_is_never_a_template(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     task = f"caption this {TEMPLATE}"
     code_, _, err = run_fllm(
-        "plan", OPENAGI, task, "--model", "random:1", "--trace", str(trace), timeout=60
+        "plan",
+        OPENAGI,
+        task,
+        "--model",
+        "random:1",
+        "--trace",
+        str(trace),
+        "--search",
+        "greedy",
+        timeout=60,
     )
     assert code_ == 0, err
     prompts = [json.loads(line).get("prompt", "") for line in trace.read_text().splitlines()]

@@ -88,6 +88,7 @@ def test_same_seed_same_plan_and_every_format(openagi: str) -> None:
 def test_trace_then_replay_reproduces_the_run(tmp_path: Path, openagi: str) -> None:
     trace = tmp_path / "t.jsonl"
     base = ["plan", openagi, TASK, "--input", "image", "--output", "text", "-f", "json"]
+    base += ["--search", "greedy"]  # a run that asks the model at every choice point
     code, stdout, _ = run_fllm(*base, "--model", "random:5", "--trace", str(trace))
     assert code == 0
     records = [json.loads(line) for line in trace.read_text().splitlines()]
@@ -118,6 +119,8 @@ def test_scripted_file_model(tmp_path: Path, openagi: str) -> None:
     answers.write_text("Image Captioning\ninput image\n", encoding="utf-8")
     code, stdout, err = run_fllm(
         "plan",
+        "--search",
+        "greedy",
         openagi,
         TASK,
         "--input",
@@ -226,6 +229,8 @@ def test_trace_is_kept_when_planning_fails(tmp_path: Path, openagi: str) -> None
     answers.write_text("Visual Question Answering\n", encoding="utf-8")  # then runs out
     code, _, err = run_fllm(
         "plan",
+        "--search",
+        "greedy",
         openagi,
         TASK,
         "--input",

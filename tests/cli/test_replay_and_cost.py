@@ -49,7 +49,9 @@ def check_schema(records: list[dict[str, Any]]) -> None:
 
 def test_plan_trace_replays(tmp_path: Path, openagi: str, fllm_inproc: InProc):
     trace = tmp_path / "plan.jsonl"
-    args = ["plan", openagi, TASK, "-f", "json"]  # no --input/--output: the model is asked
+    # No --input/--output and step-by-step search: the model is asked both questions and every
+    # choice.
+    args = ["plan", openagi, TASK, "-f", "json", "--search", "greedy"]
     code_, out, err = fllm_inproc(*args, "--model", "random:3", "--trace", str(trace))
     assert code_ == 0, err
     records = read_trace(trace)
@@ -137,7 +139,7 @@ def test_plan_max_cost(
 ) -> None:
     install_priced(monkeypatch)
     trace = tmp_path / "plan.jsonl"
-    args = ["plan", openagi, TASK, "--input", "image", "--output", "text"]
+    args = ["plan", openagi, TASK, "--input", "image", "--output", "text", "--search", "greedy"]
     assert fllm_inproc(*args, "--model", "random:3", "--trace", str(trace))[0] == 0
     assert len(read_trace(trace)) >= 3
     code_, _, err = fllm_inproc(*args, "--model", f"priced:{trace}", "--max-cost", "0.015")

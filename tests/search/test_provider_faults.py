@@ -18,6 +18,8 @@ def plan(stub: StubServer, openagi: str, *extra: str) -> tuple[int, str, str]:
         "plan",
         openagi,
         TASK,
+        "--search",
+        "greedy",  # the model is asked at every choice point
         "--input",
         "image",
         "--output",

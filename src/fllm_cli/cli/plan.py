@@ -116,12 +116,18 @@ def plan(
     var: list[str] = typer.Option([], "--var", help=VAR_HELP),
     data_file: DataOpt = None,
     constraints_file: ConstraintsOpt = None,
+    search: str = typer.Option(
+        "beam",
+        "--search",
+        help="beam: score whole valid plans by the task's words, ask the model among ties "
+        "(tool domains); greedy: ask at every choice point, as the paper does.",
+    ),
 ) -> None:
     """Make a model plan inside the domain's automaton; the plan is valid by construction.
 
-    At each point where the automaton allows several moves, the model is shown the task, the
-    progress so far and the numbered feasible choices; moves that lead to dead ends are never
-    offered, and a single feasible move is taken without asking.
+    Moves that lead to dead ends are never offered, and a single feasible move is taken without
+    asking. With --search greedy the model is shown the task, the progress so far and the
+    numbered feasible choices at each point with several moves.
     """
     fmt = check_format(fmt, FORMATS + DATA_FORMATS)
     data = read_json_arg(data_file) if data_file else None
@@ -148,6 +154,7 @@ def plan(
                 trace=trace,
                 data=data,
                 request=given,
+                search=search,
             )
     except FllmError:
         if trace_file:

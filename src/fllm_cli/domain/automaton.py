@@ -27,7 +27,7 @@ from fllm_cli.domain.model import (
 )
 from fllm_cli.domain.yamlloc import Node, Reader
 from fllm_cli.errors import FllmError
-from fllm_cli.prompts import EXPRESSION_ERRORS, environment, template_reason
+from fllm_cli.prompts import TEMPLATE_FAILURES, environment, template_reason
 
 ANY = "∀"
 ANY_SPELLINGS = {"∀", "*", "any"}
@@ -90,7 +90,7 @@ def _render(source: object, binding: dict[str, Any]) -> str:
         return text
     try:
         return _env().from_string(text).render(**binding).strip()
-    except (jinja2.TemplateError, *EXPRESSION_ERRORS) as exc:
+    except TEMPLATE_FAILURES as exc:
         raise _Bad(f"cannot evaluate '{text}': {_jinja_message(exc)}") from None
 
 

@@ -41,6 +41,7 @@ TEMPLATE_VARIABLES: dict[str, frozenset[str]] = {
         }
     ),
     "interface": frozenset({"task", "domain", "intro", "question", "choices", "chosen"}),
+    "candidates": frozenset({"task", "domain", "intro", "question", "choices", "chosen"}),
 }
 
 

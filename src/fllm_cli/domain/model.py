@@ -216,7 +216,11 @@ class Domain:
 
 
 # The shipped prompt templates, by prompt key and by domain kind (docs/spec.md).
-DEFAULT_TEMPLATES: dict[str, str] = {"choice": "plan/choice.j2", "interface": "plan/interface.j2"}
+DEFAULT_TEMPLATES: dict[str, str] = {
+    "choice": "plan/choice.j2",
+    "interface": "plan/interface.j2",
+    "candidates": "plan/candidates.j2",
+}
 KIND_TEMPLATES: dict[str, dict[str, str]] = {"automaton": {"choice": "plan/automaton.j2"}}
 
 

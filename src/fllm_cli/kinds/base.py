@@ -14,13 +14,17 @@ from typing import Any, ClassVar
 
 from fllm_cli.automaton.pda import PDA, Config
 from fllm_cli.diagnostics import Diagnostic
-from fllm_cli.domain.model import Domain, Task
+from fllm_cli.domain.model import Domain, Task, template_for
 from fllm_cli.domain.variables import resolve_vars
 from fllm_cli.errors import NoPlanError, UsageError
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.llm.base import ChoiceResult, Model
+from fllm_cli.llm.meter import RunMeter
+from fllm_cli.prompts import render
+from fllm_cli.search.beam import BeamSearch
 from fllm_cli.search.interface import infer_interface
 from fllm_cli.search.planner import Budgets, Event, Planner, PlanStats
+from fllm_cli.search.relevance import Relevance
 from fllm_cli.verify import Verdict
 
 Records = list[dict[str, Any]]
@@ -55,6 +59,7 @@ class PlanJob:
     budgets: Budgets | None = None
     on_event: Event | None = None
     records: Records = field(default_factory=list)
+    search: str = "beam"  # "beam": plan-level search where the kind has evidence; "greedy"
 
 
 class Compiled(ABC):
@@ -104,26 +109,67 @@ class Compiled(ABC):
         message, hint = self.no_plan()
         raise NoPlanError(message, hint=hint)
 
+    def evidence(self) -> tuple[Relevance, frozenset[str]] | None:
+        """Return how the task's words score the plan symbols, and which symbols are scored,
+        for plan-level search; None for kinds that do not describe their symbols."""
+        return None
+
+    def describe_candidates(self, candidates: list[tuple[str, ...]]) -> tuple[str, list[str]]:
+        """Return the prompt and option texts of a choice among complete plans."""
+        options = [", ".join(c) if c else "(no steps)" for c in candidates]
+        prompt = render(
+            template_for(self.domain, "candidates"),
+            {
+                "task": self.task.text,
+                "domain": self.domain.name,
+                "intro": self.domain.intro,
+                "question": "Which set of steps does the task need?",
+                "choices": options,
+                "chosen": [],
+            },
+            self.domain.prompt_dirs,
+        )
+        return prompt, options
+
     def plan(
         self,
         model: Model,
         budgets: Budgets | None = None,
         on_event: Event | None = None,
         records: Records | None = None,
+        search: str = "greedy",
     ) -> PlanResult:
-        """Search the automaton with ``model`` choosing; return the verified plan."""
+        """Search the automaton with ``model`` choosing; return the verified plan.
+
+        ``search="beam"`` scores whole plans by the task's words and asks the model only
+        among ties (:mod:`fllm_cli.search.beam`); kinds without evidence, and tasks whose words
+        point at nothing, are planned step by step as in the paper (``"greedy"``).
+        """
         self.check_solvable()
         trace: Records = [] if records is None else records
-        planner = Planner(
-            self.pda, self.lookahead, model, self.prompter(), budgets or Budgets(), on_event,
-            trace=trace,
-        )  # fmt: skip
-        final = planner.run()
-        doc, derivation = self.document(final, model.name, planner.stats.as_dict())
+        budgets = budgets or Budgets()
+        final, stats, used = None, PlanStats(), "greedy"
+        evidence = self.evidence() if search == "beam" else None
+        if evidence is not None:
+            meter = RunMeter.wrap(model).fork(max_cost=budgets.max_cost, records=trace, stats=stats)
+            beam = BeamSearch(
+                self.pda, self.lookahead, evidence[0], evidence[1], budgets, stats=stats
+            )
+            final = beam.run(meter, self.describe_candidates)
+            used = "beam" if final is not None else "greedy"
+        if final is None:
+            # The same stats object: the record of the run holds the beam's work, then this.
+            planner = Planner(
+                self.pda, self.lookahead, model, self.prompter(), budgets, on_event,
+                trace=trace, stats=stats,
+            )  # fmt: skip
+            final = planner.run()
+        doc, derivation = self.document(final, model.name, stats.as_dict())
+        doc["search"] = used
         verdict = self.verify(doc["word"])
         if not verdict.valid:  # a bug, never a user's problem: refuse to present it as valid
             raise NoPlanError(f"internal error: planned word failed verification: {verdict.reason}")
-        return PlanResult(doc, derivation, planner.stats, trace)
+        return PlanResult(doc, derivation, stats, trace)
 
 
 class Kind(ABC):
@@ -167,14 +213,16 @@ class Kind(ABC):
         asked: list[ChoiceResult] = []
         if self.has_interface:
             if not inputs and output is None:
-                inputs, output, asked = infer_interface(domain, job.task, model, job.records)
+                inputs, output, asked = infer_interface(
+                    domain, job.task, model, job.records, job.search
+                )
             elif not inputs or output is None:
                 raise UsageError(
                     "give both --input and --output, or neither (then the model is asked)"
                 )
         variables = resolve_vars(domain, job.variables)
         compiled = self.compile(domain, job.task, inputs, output, variables)
-        result = compiled.plan(model, job.budgets, job.on_event, job.records)
+        result = compiled.plan(model, job.budgets, job.on_event, job.records, job.search)
         stats = result.document["stats"]
         stats["llm_calls"] += sum(r.calls for r in asked)
         stats["choice_points"] += len(asked)

@@ -11,10 +11,17 @@ from fllm_cli.domain.model import Domain, Task
 from fllm_cli.grammar.compile import default_task, make_task, tool_grammar
 from fllm_cli.kinds.base import Kind
 from fllm_cli.kinds.grammar_based import GrammarCompiled
+from fllm_cli.search.interface import tool_vocabulary
+from fllm_cli.search.relevance import Relevance, score
 
 
 class ToolCompiled(GrammarCompiled):
     """A tool domain compiled for a task's inputs and output."""
+
+    def evidence(self) -> tuple[Relevance, frozenset[str]]:
+        """Score the tools by the task's words (their names and descriptions)."""
+        vocab = tool_vocabulary(self.domain)
+        return score(vocab, self.task.text), frozenset(vocab)
 
     def no_plan(self) -> tuple[str, str | None]:
         """Say which interface has no plan."""

@@ -18,8 +18,11 @@ from fllm_cli.grammar.compile import parse_inputs, tool_grammar
 from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Model
 from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
+from fllm_cli.search.beam import BeamSearch
+from fllm_cli.search.relevance import mentions, score, vocabulary, words
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
+INTERFACE_WIDTH = 8  # beam width when comparing interfaces (only the best score is needed)
 
 
 def _article(word: str) -> str:
@@ -66,13 +69,116 @@ def feasible_interfaces(domain: Domain) -> list[tuple[tuple[str, ...], list[str]
     return found
 
 
+def tool_vocabulary(domain: Domain) -> dict[str, set[str]]:
+    """Each tool's content words: its name and description, without the modalities' words."""
+    types = [f"{m.name} {m.phrase}" for m in domain.modalities]
+    return vocabulary({t.name: f"{t.name} {t.description}" for t in domain.tools}, types)
+
+
+def modality_forms(domain: Domain) -> dict[str, list[str]]:
+    """The words that name each modality in a task: its name, phrase and description."""
+    return {m.name: words(f"{m.name} {m.phrase} {m.description}") for m in domain.modalities}
+
+
+def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
+    """How well the modalities the text names fit an interface (a tie-breaker, below one tool).
+
+    When the text names two or more modalities, the last is taken as the output's; each input
+    should be named once among the others.
+    """
+    fit, left = 0.0, list(named)
+    if len(named) >= 2:
+        fit += 0.15 if named[-1] == output else -0.15
+        left = named[:-1]
+    for modality in combo:
+        if modality in left:
+            left.remove(modality)
+            fit += 0.1
+        else:
+            fit -= 0.1
+    return fit - 0.01 * len(combo)
+
+
+def rank_interfaces(
+    domain: Domain, text: str, options: list[tuple[tuple[str, ...], list[str]]]
+) -> list[tuple[float, tuple[str, ...], str]]:
+    """Score every feasible (inputs, output) by its best plan's evidence and the types named."""
+    vocab = tool_vocabulary(domain)
+    relevance = score(vocab, text)
+    named = mentions(text, modality_forms(domain))
+    ranked = []
+    for combo, outs in options:
+        for output in outs:
+            pda = pda_from_grammar(
+                tool_grammar(domain, Task(text, parse_inputs(list(combo)), output))
+            )
+            search = BeamSearch(
+                pda, GrammarLookahead(pda), relevance, frozenset(vocab), width=INTERFACE_WIDTH
+            )
+            plans = search.candidates()
+            best = plans[0][0] if plans else float("-inf")
+            ranked.append((best + _named(combo, output, named), combo, output))
+    ranked.sort(key=lambda r: -r[0])
+    return ranked
+
+
 def infer_interface(
-    domain: Domain, text: str, model: Model, trace: list[dict[str, Any]]
+    domain: Domain, text: str, model: Model, trace: list[dict[str, Any]], search: str = "greedy"
 ) -> tuple[list[str], str, list[ChoiceResult]]:
-    """Return (--input values, --output) chosen by the model among feasible ones."""
+    """Return (--input values, --output) among the feasible ones.
+
+    ``search="beam"`` takes the interface whose best plan the task's words support most (and
+    whose types the text names), asking the model only among ties; ``"greedy"`` asks the model
+    both questions, as the paper does.
+    """
     options = feasible_interfaces(domain)
     if not options:
         raise NoPlanError(f"no task of '{domain.name}' has a valid plan")
+    if search == "beam" and not score(tool_vocabulary(domain), text).silent:
+        return _by_evidence(domain, text, model, trace, options)
+    return _by_questions(domain, text, model, trace, options)
+
+
+def _by_evidence(
+    domain: Domain,
+    text: str,
+    model: Model,
+    trace: list[dict[str, Any]],
+    options: list[tuple[tuple[str, ...], list[str]]],
+) -> tuple[list[str], str, list[ChoiceResult]]:
+    ranked = rank_interfaces(domain, text, options)
+    top = ranked[0][0]
+    tied = [r for r in ranked if abs(r[0] - top) < 1e-9]
+    if len(tied) == 1:
+        return list(tied[0][1]), tied[0][2], []
+    texts = [
+        f"{describe_inputs(combo, domain)}, giving {_article(p)} {p}"
+        for _, combo, output in tied
+        for p in [_phrase(domain, output)]
+    ]
+    template = domain.prompts.get("interface", DEFAULT_TEMPLATES["interface"])
+    prompt = render(
+        template,
+        {
+            "task": text, "domain": domain.name, "intro": domain.intro,
+            "question": "What does the task give, and what must it produce?",
+            "choices": texts, "chosen": [],
+        },
+        domain.prompt_dirs,
+    )  # fmt: skip
+    meter = RunMeter.wrap(model).fork(records=trace)
+    result = meter.choose(ChoiceRequest(prompt, tuple(texts), "interface"))
+    index = result.index if 0 <= result.index < len(tied) else 0
+    return list(tied[index][1]), tied[index][2], [result]
+
+
+def _by_questions(
+    domain: Domain,
+    text: str,
+    model: Model,
+    trace: list[dict[str, Any]],
+    options: list[tuple[tuple[str, ...], list[str]]],
+) -> tuple[list[str], str, list[ChoiceResult]]:
     template = domain.prompts.get("interface", DEFAULT_TEMPLATES["interface"])
     results: list[ChoiceResult] = []
     meter = RunMeter.wrap(model).fork(records=trace)

@@ -1,0 +1,174 @@
+"""Plan-level search: evidence from the domain's words, beam over valid plans, model at ties."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fllm_cli import api
+from fllm_cli.llm.simple import RandomModel, ScriptedModel
+from fllm_cli.search.interface import feasible_interfaces, infer_interface, rank_interfaces
+from fllm_cli.search.relevance import mentions, same_word, score, vocabulary
+from tests.conftest import run_fllm
+
+README_TASK = (
+    "Given noisy blurry grayscale image, how to return the caption in English step by step?"
+)
+
+# A small domain that has nothing to do with OpenAGI: the mechanism must work from its words.
+KITCHEN = """\
+fllm: 1
+name: kitchen
+description: Turn ingredients into a dish.
+modalities:
+  food: {phrase: food, description: "something to eat, such as bread or fruit"}
+  drink: {phrase: drink, description: "something to sip, such as juice or tea"}
+tools:
+  - {name: Slicer, description: cuts bread or fruit into thin slices, inputs: [food], output: food}
+  - {name: Toaster, description: browns sliced bread until crisp, inputs: [food], output: food}
+  - {name: Grill, description: chars vegetables over a flame, inputs: [food], output: food}
+  - {name: Juicer, description: presses fruit into juice, inputs: [food], output: drink}
+  - {name: Kettle, description: boils water for tea, inputs: [drink], output: drink}
+  - {name: Freezer, description: chills a drink until icy, inputs: [drink], output: drink}
+"""
+
+TWINS = """\
+fllm: 1
+name: twins
+description: Two tools that say the same thing.
+modalities:
+  doc: {phrase: document}
+tools:
+  - {name: Alpha Cleaner, description: removes stains from a document, inputs: [doc], output: doc}
+  - {name: Beta Cleaner, description: removes stains from a document, inputs: [doc], output: doc}
+  - {name: Stapler, description: binds pages together, inputs: [doc], output: doc}
+"""
+
+
+def _domain(tmp_path: Path, text: str, name: str = "d.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def _tools(doc: dict) -> list[str]:
+    return [w for w in doc["word"] if not w.startswith("input:")]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("noisy", "noise", True),
+        ("gray", "grayscale", True),
+        ("caption", "captioning", True),
+        ("blurry", "blurry", True),
+        ("class", "classification", True),
+        ("given", "gives", True),  # a known weakness of prefixes, kept out of descriptions
+        ("text", "texture", True),  # likewise: a whole short word that starts a longer one
+        ("image", "imply", False),
+        ("text", "test", False),
+        ("sum", "summary", False),  # too short to say anything
+    ],
+)
+def test_words_match_by_a_long_enough_shared_prefix(a: str, b: str, same: bool) -> None:
+    assert same_word(a, b) is same
+
+
+def test_rare_words_weigh_more_and_type_words_are_ignored() -> None:
+    vocab = vocabulary(
+        {"A": "sharpens a blurry picture", "B": "sharpens a noisy picture", "C": "sharpens"},
+        ["picture"],
+    )
+    assert "picture" not in vocab["A"] | vocab["B"] | vocab["C"]
+    rel = score(vocab, "my blurry photo")
+    assert rel.relevant() == ["A"] and rel.of("B") == 0 and not rel.silent
+    assert score(vocab, "nothing to see here").silent
+    # A word shared by every symbol is no evidence at all.
+    assert score(vocab, "it sharpens").silent
+
+
+def test_a_task_word_is_credited_once() -> None:
+    vocab = vocabulary(
+        {"X": "generation of text", "Y": "generation of pictures", "Z": "a summary"}, []
+    )
+    rel = score(vocab, "generate something")
+    value, claimed = rel.gain("X", frozenset())
+    assert value > 0 and claimed == {"generate"}
+    assert rel.gain("Y", claimed) == (0.0, frozenset())
+
+
+def test_mentions_follow_the_text_order() -> None:
+    forms = {"image": ["image", "picture"], "text": ["text", "caption"]}
+    assert mentions("From a picture, write a caption", forms) == ["image", "text"]
+
+
+def test_the_readme_task_gets_exactly_the_four_tools_without_asking(openagi: str) -> None:
+    model = ScriptedModel([])  # any question would fail: the evidence decides alone
+    result = api.plan_task(openagi, README_TASK, model)
+    doc = result.document
+    assert doc["search"] == "beam"
+    assert sorted(_tools(doc)) == [
+        "Colorization", "Image Captioning", "Image Deblurring", "Image Denoising",
+    ]  # fmt: skip
+    assert model.prompts == [] and doc["stats"]["llm_calls"] == 0
+    problem = api.compile_problem(openagi, inputs=["image"], output="text", task=README_TASK)
+    assert api.verify(problem, doc["word"]).valid
+
+
+def test_greedy_search_is_the_papers_step_by_step_mode(openagi: str) -> None:
+    model = RandomModel(3)
+    result = api.plan_task(
+        openagi, README_TASK, model, inputs=["image"], output="text", search="greedy"
+    )
+    assert result.document["search"] == "greedy"
+    assert result.document["stats"]["choice_points"] > 0
+
+
+def test_another_domain_plans_from_its_own_words(tmp_path: Path) -> None:
+    spec = _domain(tmp_path, KITCHEN)
+    doc = api.plan_task(spec, "Cut the bread into slices, then toast them", RandomModel(0)).document
+    assert doc["search"] == "beam" and set(_tools(doc)) == {"Toaster", "Slicer"}
+    doc = api.plan_task(spec, "I have fruit and want icy juice", RandomModel(0)).document
+    assert set(_tools(doc)) == {"Juicer", "Freezer"}
+
+
+def test_the_interface_comes_from_the_words_and_the_types_named(tmp_path: Path) -> None:
+    domain = api.load_domain(_domain(tmp_path, KITCHEN))
+    text = "Given some fruit, how do I get a drink that is icy?"
+    ranked = rank_interfaces(domain, text, feasible_interfaces(domain))
+    assert (ranked[0][1], ranked[0][2]) == (("food",), "drink")
+    inputs, output, asked = infer_interface(domain, text, ScriptedModel([]), [], "beam")
+    assert (inputs, output, asked) == (["food"], "drink", [])
+
+
+def test_ties_are_put_to_the_model_as_whole_plans(tmp_path: Path) -> None:
+    spec = _domain(tmp_path, TWINS)
+    trace: list[dict] = []
+    model = ScriptedModel(["2"])
+    doc = api.plan_task(
+        spec, "Remove the stains from this document", model, inputs=["doc"], output="doc",
+        trace=trace,
+    ).document  # fmt: skip
+    assert _tools(doc) == ["Beta Cleaner"]  # the second candidate, as the model answered
+    (record,) = [r for r in trace if r["type"] == "choice"]
+    assert record["candidates"] is True and record["options"] == ["Alpha Cleaner", "Beta Cleaner"]
+    assert "Which set of steps does the task need?" in model.prompts[0]
+    assert doc["stats"]["choice_points"] == 1 and doc["stats"]["llm_calls"] == 1
+
+
+def test_silent_evidence_falls_back_to_step_by_step(tmp_path: Path) -> None:
+    spec = _domain(tmp_path, TWINS)
+    doc = api.plan_task(spec, "Do something", RandomModel(1), inputs=["doc"], output="doc").document
+    assert doc["search"] == "greedy" and doc["stats"]["choice_points"] >= 1
+
+
+def test_cli_search_flag(openagi: str) -> None:
+    code, out, err = run_fllm("plan", openagi, README_TASK, "--model", "random:1", "-f", "json")
+    assert code == 0, err
+    assert json.loads(out)["search"] == "beam"
+    code, out, err = run_fllm(
+        "plan", openagi, README_TASK, "--model", "random:1", "--search", "depth", "-f", "json"
+    )
+    assert code == 2 and "unknown search 'depth'" in err and len(err.strip().splitlines()) == 1
