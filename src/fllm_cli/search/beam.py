@@ -105,8 +105,8 @@ class BeamSearch:
                         value, words = rel.gain(read, claimed)
                         score += value if value > 0 else -self.penalty
                         used, claimed = (*used, read), claimed | words
-                    key = (-score, len(used), depth)
-                    grown.append(_Entry(key, config, score, used, claimed))
+                    rank = (-score, len(used), depth)
+                    grown.append(_Entry(rank, config, score, used, claimed))
             if not grown:
                 break
             grown.sort()
