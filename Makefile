@@ -52,9 +52,10 @@ lint:
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_layers.py
 
 # A long fuzz campaign through the real entry point (make test runs a short one); SEED and BUDGET
-# may be given, e.g. make fuzz SEED=3 BUDGET=20000.
+# may be given, e.g. make fuzz SEED=3 BUDGET=20000. Cases are forks of a preloaded interpreter
+# (fuzz/README.md); FUZZ_ARGS=--no-fork-server starts a fresh interpreter per case instead.
 fuzz:
-	$(BIN)/python -m fuzz.run --seed $(or $(SEED),0) --budget $(or $(BUDGET),10000) --jobs 2
+	$(BIN)/python -m fuzz.run --seed $(or $(SEED),0) --budget $(or $(BUDGET),10000) --jobs 2 $(FUZZ_ARGS)
 
 bench:
 	$(BIN)/python bench/run.py

@@ -8,14 +8,14 @@ the tool domains, the default kind.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import os
 import tempfile
 from pathlib import Path
 
 import yaml
 
-from fuzz.oracle import REPO, child_env
+from fuzz.oracle import REPO, child_env, run_argv
+from fuzz.zygote import ForkServer
 
 KINDS = (
     "domain-tools",
@@ -80,17 +80,19 @@ def file_seeds() -> dict[str, list[tuple[str, str]]]:
     return out
 
 
-def random_plans(count_per_task: int = 2, seed: int = 0) -> list[dict]:
-    """Plans made by ``fllm plan --model random:N``: dicts with domain, argv, the JSON and text."""
+def random_plans(
+    count_per_task: int = 2, seed: int = 0, runner: ForkServer | None = None
+) -> list[dict]:
+    """Plans made by ``fllm plan --model random:N``: dicts with domain, argv, the JSON and text.
+
+    Each ``fllm plan`` is a fork of ``runner``'s zygote when one is given, else a fresh process.
+    """
     plans: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="fllm-fuzz-corpus-") as tmp:
         for t, (domain, extra) in enumerate(PLAN_TASKS):
             for k in range(count_per_task):
                 out = Path(tmp) / f"p{t}_{k}.json"
-                cmd = [
-                    sys.executable,
-                    "-m",
-                    "fllm_cli",
+                argv = [
                     "plan",
                     str(REPO / domain),
                     "a task",
@@ -101,9 +103,7 @@ def random_plans(count_per_task: int = 2, seed: int = 0) -> list[dict]:
                     "-o",
                     str(out),
                 ]
-                subprocess.run(
-                    cmd, env=child_env(tmp), capture_output=True, timeout=60, check=False
-                )
+                run_argv(argv, os.getcwd(), child_env(tmp), None, 60.0, 2048 << 20, runner)
                 if not out.exists():
                     continue
                 doc = json.loads(out.read_text())

@@ -3,6 +3,10 @@
 Bounds: a wall-clock timeout (default 20 s; the whole process group is killed) and an
 address-space limit (default 2 GiB, ``RLIMIT_AS`` set in the child before exec).
 
+The process is a fresh interpreter (``fresh_run``) or a fork of a preloaded one (a
+:class:`fuzz.zygote.ForkServer`, ``run_case(..., runner=...)``); both report the same
+:class:`~fuzz.zygote.RawRun`, and the classification and the checks are shared.
+
 Outcomes (``FAILURES`` are the ones that fail a campaign):
 
 * ``ok``             exit 0/1/2/3, no traceback, no "internal error", checks passed;
@@ -26,11 +30,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fuzz import checker
+from fuzz.zygote import ForkServer, RawRun, ZygoteError
 
 FAILURES = (
     "internal-error",
@@ -103,10 +110,70 @@ def _write(path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8", "surrogatepass"))
 
 
+def fresh_run(
+    argv: list[str],
+    cwd: str,
+    env: dict[str, str],
+    stdin: bytes | None,
+    timeout: float,
+    memory_bytes: int,
+    python: str | None = None,
+    module: str = "fllm_cli",
+) -> RawRun:
+    """Run ``python -m MODULE ARGV`` in a fresh interpreter (one ``Popen``)."""
+    cmd = [python or sys.executable, "-m", module, *argv]
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_limits(memory_bytes),
+    )
+    try:
+        out_b, err_b = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out_b, err_b = proc.communicate()
+        return RawRun(None, out_b, err_b, time.monotonic() - start, True)
+    return RawRun(proc.returncode, out_b, err_b, time.monotonic() - start, False)
+
+
+def run_argv(
+    argv: list[str],
+    cwd: str,
+    env: dict[str, str],
+    stdin: bytes | None,
+    timeout: float,
+    memory_bytes: int,
+    runner: ForkServer | None = None,
+    python: str | None = None,
+) -> RawRun:
+    """``python -m fllm_cli ARGV``: a fork of ``runner``'s zygote, else a fresh interpreter
+    (also when the zygote fails)."""
+    if runner is not None:
+        try:
+            return runner.run(argv, cwd, env, stdin, timeout, memory_bytes)
+        except ZygoteError as exc:
+            print(f"fuzz: fork server failed ({exc}); running the case fresh", file=sys.stderr)
+    return fresh_run(argv, cwd, env, stdin, timeout, memory_bytes, python)
+
+
 def run_case(
-    case: Case, timeout: float = 20.0, memory_mb: int = 2048, python: str | None = None
+    case: Case,
+    timeout: float = 20.0,
+    memory_mb: int = 2048,
+    python: str | None = None,
+    runner: ForkServer | None = None,
 ) -> Result:
-    """Run ``case`` in a fresh temporary folder and classify the outcome."""
+    """Run ``case`` in a fresh temporary folder and classify the outcome.
+
+    The process is a fresh interpreter, or with ``runner`` a fork of that zygote (see
+    :mod:`fuzz.zygote`); everything else is the same.
+    """
     with tempfile.TemporaryDirectory(prefix="fllm-fuzz-") as tmp:
         root = Path(tmp)
         for name, text in case.files.items():
@@ -117,34 +184,72 @@ def run_case(
         # A command line cannot carry a NUL byte (the OS refuses it before fllm runs), so a
         # generated argument with one is passed as the two characters a shell user would type.
         argv = [a.replace("\x00", "\\0") for a in case.argv]
-        cmd = [python or sys.executable, "-m", "fllm_cli", *argv]
-        start = time.monotonic()
-        proc = subprocess.Popen(
-            cmd,
-            cwd=root,
-            env=child_env(str(root)),
-            stdin=subprocess.PIPE if case.stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=_limits(memory_mb << 20),
-        )
-        try:
-            out_b, err_b = proc.communicate(
-                case.stdin.encode("utf-8", "surrogatepass") if case.stdin is not None else None,
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out_b, err_b = proc.communicate()
-            secs = time.monotonic() - start
-            return Result("timeout", None, secs, f"over {timeout:g} s", _text(out_b), _text(err_b))
-        secs = time.monotonic() - start
-        out, err = _text(out_b), _text(err_b)
-        outcome, detail = classify(proc.returncode, out, err)
+        stdin = case.stdin.encode("utf-8", "surrogatepass") if case.stdin is not None else None
+        raw = run_argv(argv, tmp, child_env(tmp), stdin, timeout, memory_mb << 20, runner, python)
+        out, err = _text(raw.stdout), _text(raw.stderr)
+        if raw.timed_out or raw.code is None:
+            return Result("timeout", None, raw.seconds, f"over {timeout:g} s", out, err)
+        outcome, detail = classify(raw.code, out, err)
         if outcome == "ok" and case.check:
-            outcome, detail = differential(case, root, proc.returncode)
-        return Result(outcome, proc.returncode, secs, detail, out, err)
+            outcome, detail = differential(case, root, raw.code)
+        return Result(outcome, raw.code, raw.seconds, detail, out, err)
+
+
+class ForkServers:
+    """Fork servers (zygotes) shared by threads: ``with servers.lease() as runner`` takes an
+    idle one (starting one if none is idle) and gives it back afterwards, so there are as many
+    zygotes as cases run at once.
+
+    The lease is None (run fresh) when disabled, or once a zygote could not start (a broken
+    source tree, say: the fresh runs then show the real error case by case).
+    """
+
+    def __init__(self, enabled: bool = True, python: str | None = None) -> None:
+        self.enabled = enabled
+        self.python = python
+        self.idle: list[ForkServer] = []
+        self.servers: list[ForkServer] = []
+        self.lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[ForkServer | None]:
+        server = self._take()
+        try:
+            yield server
+        finally:
+            if server is not None:
+                with self.lock:
+                    self.idle.append(server)
+
+    def _take(self) -> ForkServer | None:
+        with self.lock:
+            if not self.enabled:
+                return None
+            if self.idle:
+                return self.idle.pop()
+        server = ForkServer(child_env, self.python)
+        try:
+            server.start()
+        except ZygoteError as exc:
+            print(f"fuzz: no fork server ({exc}); running cases fresh", file=sys.stderr)
+            with self.lock:
+                self.enabled = False
+            return None
+        with self.lock:
+            self.servers.append(server)
+        return server
+
+    def close(self) -> None:
+        with self.lock:
+            servers, self.servers, self.idle = self.servers, [], []
+        for server in servers:
+            server.close()
+
+    def __enter__(self) -> ForkServers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _text(b: bytes) -> str:

@@ -1,7 +1,8 @@
-"""Re-run a saved finding: ``python -m fuzz.replay DIR [--timeout S] [--memory-mb M]``.
+"""Re-run a saved finding: ``python -m fuzz.replay DIR... [--timeout S] [--memory-mb M]``.
 
 DIR is a folder written by :func:`fuzz.oracle.save_finding` (its ``case.json`` and input files).
-Prints the new outcome, the exit code, the time and the last lines of stderr.
+Prints the new outcome, the exit code, the time and the last lines of stderr. Each case is a
+fresh interpreter, or with ``--fork-server`` a fork of a preloaded one (see :mod:`fuzz.zygote`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from fuzz.oracle import Case, run_case
+from fuzz.oracle import Case, ForkServers, run_case
 
 
 def load(folder: Path) -> Case:
@@ -32,13 +33,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folders", nargs="+", type=Path)
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--memory-mb", type=int, default=2048)
+    ap.add_argument("--fork-server", action=argparse.BooleanOptionalAction, default=False)
     args = ap.parse_args(argv)
     worst = 0
-    for folder in args.folders:
-        res = run_case(load(folder), timeout=args.timeout, memory_mb=args.memory_mb)
-        tail = " | ".join(res.stderr.strip().splitlines()[-2:])[:300]
-        print(f"{folder}: {res.outcome} exit={res.code} {res.seconds:.1f}s {res.detail} :: {tail}")
-        worst = max(worst, res.outcome != "ok")
+    with ForkServers(enabled=args.fork_server) as servers, servers.lease() as runner:
+        for folder in args.folders:
+            res = run_case(load(folder), args.timeout, args.memory_mb, runner=runner)
+            tail = " | ".join(res.stderr.strip().splitlines()[-2:])[:300]
+            print(
+                f"{folder}: {res.outcome} exit={res.code} {res.seconds:.1f}s {res.detail} :: {tail}"
+            )
+            worst = max(worst, res.outcome != "ok")
     return worst
 
 

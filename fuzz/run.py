@@ -1,6 +1,6 @@
 """Run a fuzz campaign.
 
-``python -m fuzz.run --seed S --budget N [--kinds ...] [--jobs J] [--out DIR]``
+``python -m fuzz.run --seed S --budget N [--kinds ...] [--jobs J] [--out DIR] [--no-fork-server]``
 
 Case ``i`` of a campaign is built from ``random.Random(f"{seed}:{i}")`` and the kinds are taken
 in turn, so a seed and a budget always give the same inputs. Every failing case is saved under
@@ -20,13 +20,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fuzz import cases, corpus
-from fuzz.oracle import FAILURES, Case, Result, run_case, save_finding
+from fuzz.oracle import FAILURES, Case, ForkServers, Result, run_case, save_finding
+from fuzz.zygote import ForkServer
 
 OUTCOMES = ("ok", *FAILURES)
 
 
-def make_corpus(seed: int, plans_per_task: int = 2) -> cases.Corpus:
-    return cases.Corpus(corpus.file_seeds(), corpus.random_plans(plans_per_task, seed))
+def make_corpus(
+    seed: int, plans_per_task: int = 2, runner: ForkServer | None = None
+) -> cases.Corpus:
+    return cases.Corpus(corpus.file_seeds(), corpus.random_plans(plans_per_task, seed, runner))
 
 
 def make_case(corp: cases.Corpus, seed: int, i: int, kinds: list[str]) -> Case:
@@ -46,10 +49,37 @@ def run_campaign(
     timeout: float = 20.0,
     memory_mb: int = 2048,
     progress: bool = False,
+    fork_server: bool = True,
 ) -> tuple[list[tuple[Case, Result]], Path | None]:
-    """Run ``budget`` cases; return every (case, result) and the folder of saved failures."""
+    """Run ``budget`` cases; return every (case, result) and the folder of saved failures.
+
+    With ``fork_server`` each case (and each corpus plan) is a fork of a preloaded interpreter,
+    one zygote per job (see :mod:`fuzz.zygote`); without, each starts a fresh interpreter.
+    """
     kinds = list(kinds or corpus.KINDS)
-    corp = make_corpus(seed)
+    with ForkServers(enabled=fork_server) as servers:
+        pairs = _run_all(servers, seed, budget, kinds, jobs, timeout, memory_mb, progress)
+    failing = [(i, c, r) for i, (c, r) in enumerate(pairs) if r.outcome in FAILURES]
+    saved: Path | None = None
+    if failing:
+        saved = out_dir or Path(tempfile.mkdtemp(prefix="fllm-fuzz-findings-"))
+        for i, c, r in failing:
+            save_finding(saved, i, c, r)
+    return pairs, saved
+
+
+def _run_all(
+    servers: ForkServers,
+    seed: int,
+    budget: int,
+    kinds: list[str],
+    jobs: int,
+    timeout: float,
+    memory_mb: int,
+    progress: bool,
+) -> list[tuple[Case, Result]]:
+    with servers.lease() as runner:
+        corp = make_corpus(seed, runner=runner)
     results: list[tuple[Case, Result] | None] = [None] * budget
     done = 0
     start = time.monotonic()
@@ -57,7 +87,8 @@ def run_campaign(
     def one(i: int) -> None:
         nonlocal done
         case = make_case(corp, seed, i, kinds)
-        res = run_case(case, timeout=timeout, memory_mb=memory_mb)
+        with servers.lease() as runner:
+            res = run_case(case, timeout=timeout, memory_mb=memory_mb, runner=runner)
         if res.outcome == "ok":  # keep memory flat over long campaigns
             res.stdout = res.stderr = ""
             case.files = {}
@@ -73,14 +104,7 @@ def run_campaign(
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(one, range(budget)))
-    pairs = [r for r in results if r is not None]
-    failing = [(i, c, r) for i, (c, r) in enumerate(pairs) if r.outcome in FAILURES]
-    saved: Path | None = None
-    if failing:
-        saved = out_dir or Path(tempfile.mkdtemp(prefix="fllm-fuzz-findings-"))
-        for i, c, r in failing:
-            save_finding(saved, i, c, r)
-    return pairs, saved
+    return [r for r in results if r is not None]
 
 
 def table(pairs: list[tuple[Case, Result]]) -> str:
@@ -113,6 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="folder for failing cases (default: a temp folder)")
     ap.add_argument("--timeout", type=float, default=20.0, help="wall-clock seconds per case")
     ap.add_argument("--memory-mb", type=int, default=2048, help="address-space limit per case")
+    ap.add_argument(
+        "--fork-server",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run each case as a fork of a preloaded interpreter, one per job (default); "
+        "--no-fork-server starts a fresh interpreter per case",
+    )
     args = ap.parse_args(argv)
     start = time.monotonic()
     pairs, saved = run_campaign(
@@ -124,11 +155,13 @@ def main(argv: list[str] | None = None) -> int:
         args.timeout,
         args.memory_mb,
         progress=True,
+        fork_server=args.fork_server,
     )
     print(table(pairs))
     checked = sum(1 for _, r in pairs if r.detail == "checked")
     print(
-        f"\n{len(pairs)} cases in {time.monotonic() - start:.0f} s (seed {args.seed}); "
+        f"\n{len(pairs)} cases in {time.monotonic() - start:.0f} s (seed {args.seed}, "
+        f"{'fork server' if args.fork_server else 'fresh interpreters'}); "
         f"{checked} plan verdicts cross-checked"
     )
     failing = [(c, r) for c, r in pairs if r.outcome in FAILURES]
