@@ -51,7 +51,7 @@ def first_option(_prompt: str, _options: tuple[str, ...]) -> str:
     return "1"
 
 
-TIMING = ("seconds",)
+TIMING = ("seconds", "model_seconds")
 
 
 def comparable(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
