@@ -48,23 +48,57 @@ NUMBER_WORDS = {
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fourteen": 14, "twenty": 20,
 }  # fmt: skip
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+WEEKDAYS = {
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+    "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri",
+}  # fmt: skip
 _ORD = r"(\d{1,2})(?:st|nd|rd|th)?"
 _DATE_PATTERNS = (
     re.compile(rf"\b({_MONTH})\.?\s+{_ORD}\b(?:,?\s*(\d{{4}}))?", re.I),  # March 16th, 2022
     re.compile(rf"\b(?:the\s+)?{_ORD}\s+(?:of\s+)?({_MONTH})\b(?:,?\s*(\d{{4}}))?", re.I),
     re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"),
 )
-_LINK = r"\s*(?:to|and|-|–|through|till|until)\s*(?:the\s+)?"
+_LINK = r"\s*(?:to|and|-|–|through|thru|till|until)\s*(?:the\s+)?"
 _RANGE_BEFORE = re.compile(
     rf"\b{_ORD}{_LINK}{_ORD}\s+(?:of\s+)?({_MONTH})\b(?:,?\s*(\d{{4}}))?", re.I
 )
 _RANGE_AFTER = re.compile(rf"\b({_MONTH})\.?\s+{_ORD}{_LINK}{_ORD}\b(?:,?\s*(\d{{4}}))?", re.I)
-_MONEY = re.compile(
-    r"(?:\$|USD\s*|US\$)\s*(\d[\d,]*(?:\.\d+)?)(\s*[kK]\b)?|\b(\d[\d,]*(?:\.\d+)?)\s*(?:dollars|USD|usd)\b"
+# 3/16/2022, 16/03/2022, 3/16/22, 3/16 (month or day first: see _numeric_dates); 16.03.2022
+_SLASHED = re.compile(r"(?<![\d/.$,])(\d{1,2})/(\d{1,2})(?:/(\d{4}|\d{2}))?(?![\d/])")
+_DOTTED = re.compile(r"(?<![\d.$,])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.])")
+# "... and back on the 19th": a day of the month whose month is the one written before it
+_BARE_DAY = re.compile(
+    rf"\b(?:on|until|till|through|thru|to|by|and)\s+the\s+(\d{{1,2}})(?:st|nd|rd|th)\b"
+    rf"(?!\s+(?:of\s+)?(?:{_MONTH})\b)(?=\s*(?:$|[.,;:!?)]|(?:and|to|for|with|so|but|then|we|i)\b))",
+    re.I,
 )
-_NUMBER = re.compile(r"\b\d{1,3}\b")
+_MONEY = re.compile(
+    r"(?:\$|USD\s*|US\$)\s*(\d[\d,]*(?:\.\d+)?)(\s*[kK]\b)?"
+    r"|\b(\d[\d,]*(?:\.\d+)?)(\s*[kK])?\s*(?:dollars|bucks|USD|usd)\b"
+    r"|\b(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)([kK])?\s?\$"  # 1700$
+)
+# an amount without a currency, taken only near the field's cue words ("a budget of 1700")
+_BARE_AMOUNT = re.compile(
+    r"(?<![\d.,$])(\d{1,3}(?:,\d{3})+|\d{3,7})(?:\.\d+)?(?!\d|,\d)|\b(\d+(?:\.\d+)?)\s*[kK]\b"
+)
+_NUMBER = re.compile(r"(?<![\d.,])\b\d{1,3}\b(?![.,]\d)")  # not a part of 1,700 or 1.7k
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _CAPITALISED = re.compile(r"\b(?:(?:St|Ft|Mt)\.\s)?[A-Z][a-z]+(?:\s+(?:[A-Z][a-z]+|of|de|la))*")
+# Words that end the scope of a negation: "no smoking, and pets are welcome".
+_CLAUSE_END = re.compile(
+    r"[.;:!?,()\n]|\b(?:but|and|although|though|however|yet|while|whereas|so)\b", re.I
+)
+_OK = r"(?:an?\s+)?(?:option|possible|allowed|wanted|needed|necessary|required|ok|okay|for us)\b"
+# A negation after the phrase: "flying is not an option", "flights are out of the question".
+_NEGATED_AFTER = re.compile(
+    rf"\s+(?:(?:is|are|would be|will be)\s+(?:not|never)\s+{_OK}"
+    rf"|(?:isn't|aren't|wouldn't be|won't be)\s+{_OK}"
+    r"|(?:is|are)\s+(?:out of the question|off the table|a no-go|not happening))",
+    re.I,
+)
+# How counted things are joined: "me and 3 friends", "2 adults + 2 kids", "my wife, my son and I".
+_JOIN = re.compile(r"\s*(?:,\s*)?(?:and|&|\+|plus)\s*|\s*,\s*", re.I)
+_DETERMINER = re.compile(r"(?:\b(?:my|our|the|a|an|his|her|their)\s+)$", re.I)
 MAX_TEXT = 4000
 
 
@@ -78,37 +112,138 @@ class Reading:
 
 
 Ask = Callable[[RequestField, list[str]], int]
+Span = tuple[Any, int, int]
+
+
+# Abbreviations written either way in names: "St. Petersburg", "St Petersburg", "Saint ...".
+ABBREVIATIONS = {"st": "saint", "ste": "sainte", "ft": "fort", "mt": "mount"}
+_ABBREVIATED = {
+    **{k: (k, v) for k, v in ABBREVIATIONS.items()},
+    **{v: (k, v) for k, v in ABBREVIATIONS.items()},
+}
+
+
+def _phrase_pattern(phrase: str) -> str:
+    """A phrase as a regex where a space or a hyphen between words matches either, and an
+    abbreviation in a name matches its other spellings ("St." = "St" = "Saint")."""
+    words = []
+    for word in re.split(r"[\s-]+", phrase.strip()):
+        forms = _ABBREVIATED.get(word.lower().rstrip("."))
+        if forms:
+            words.append(rf"(?:{forms[0]}\.?|{forms[1]})")
+        else:
+            words.append(re.escape(word))
+    return r"[\s-]+".join(words)
+
+
+def _mention_spans(text: str, phrase: str, plural: bool = True) -> list[tuple[int, int]]:
+    """Return the spans of ``phrase`` (or its plural) in ``text`` as whole words, any case."""
+    ending = r"(?:s|es)?" if plural else ""
+    pattern = r"(?<![A-Za-z0-9])" + _phrase_pattern(phrase) + ending + r"(?![A-Za-z0-9])"
+    return [m.span() for m in re.finditer(pattern, text, re.I)]
 
 
 def _mentions(text: str, phrase: str) -> list[int]:
     """Return the start offsets of ``phrase`` in ``text`` as whole words, ignoring case."""
-    pattern = r"(?<![A-Za-z0-9])" + re.escape(phrase) + r"(?:s|es)?(?![A-Za-z0-9])"
-    return [m.start() for m in re.finditer(pattern, text, re.I)]
+    return [start for start, _ in _mention_spans(text, phrase)]
+
+
+# Where a cue stops applying: the end of a sentence or a clause ("St." and "1,700" are not).
+_SENTENCE_END = re.compile(r"(?<!\b[A-Z][a-z])(?<!\b[A-Z])[.!?;,()\n](?!\d)")
 
 
 def _near_cue(text: str, start: int, end: int, cues: tuple[str, ...], window: int = 3) -> bool:
-    before = [w.lower() for w in _WORD.findall(text[:start])][-window:]
-    after = [w.lower() for w in _WORD.findall(text[end:])][:window]
+    """Whether one of ``cues`` is within ``window`` words of the span, in the same sentence."""
+    head, tail = text[max(0, start - 200) : start], text[end : end + 200]
+    ends = list(_SENTENCE_END.finditer(head))
+    head = head[ends[-1].end() :] if ends else head
+    stop = _SENTENCE_END.search(tail)
+    tail = tail[: stop.start()] if stop else tail
+    before = [w.lower() for w in _WORD.findall(head)][-window:]
+    after = [w.lower() for w in _WORD.findall(tail)][:window]
     words = before + after
     joined_before = " ".join(before)
-    return any((c in words) or (" " in c and c in joined_before) for c in cues)
+    joined_after = " ".join(after)
+    return any(
+        (c in words) or (" " in c and (c in joined_before or joined_after.startswith(c)))
+        for c in cues
+    )
 
 
-NEGATIONS = ("not", "no", "non", "without", "avoid", "never", "don't", "won't", "nor", "neither")
+SPEAKER = ("me", "i", "myself")  # the one who writes: once in a sum
+NEGATIONS = (
+    "not", "no", "non", "without", "avoid", "avoiding", "never", "don't", "won't", "nor",
+    "neither", "none", "nobody", "skip", "skipping", "exclude", "excluding",
+)  # fmt: skip
 
 
-def _negated(text: str, start: int, window: int = 6) -> bool:
-    before = re.findall(r"[A-Za-z']+", text[max(0, start - 80) : start].lower())[-window:]
-    return any(w in NEGATIONS or w.endswith("n't") for w in before) or text[
-        max(0, start - 4) : start
-    ].lower().endswith(("non-", "non ", "no-"))
+# Set aside by what comes just before: "rather than flying", "anything but a shared room".
+_CONTRAST = re.compile(
+    r"\b(?:rather\s+than|instead\s+of|other\s+than|anything\s+but|except(?:\s+for)?)"
+    r"(?:\s+[A-Za-z']+){0,2}\s*$",
+    re.I,
+)
 
 
-def find_dates(text: str) -> list[dt.date]:
-    """Return the dates written in ``text`` (a missing year is taken from another date)."""
+def _negated(text: str, start: int, end: int | None = None, window: int = 6) -> bool:
+    """Whether a phrase at ``start`` is negated in its clause ("we will not be flying")."""
+    before = text[max(0, start - 80) : start]
+    if text[max(0, start - 4) : start].lower().endswith(("non-", "non ", "no-")):
+        return True
+    if _CONTRAST.search(before):
+        return True
+    ends = list(_CLAUSE_END.finditer(before))
+    if ends:
+        before = before[ends[-1].end() :]
+    words = re.findall(r"[A-Za-z']+", before.lower())[-window:]
+    if any(w in NEGATIONS or w.endswith("n't") for w in words):
+        return True
+    return end is not None and bool(_NEGATED_AFTER.match(text, end))
+
+
+def _numeric_dates(text: str, years: list[int]) -> list[tuple[int, int, dt.date]]:
+    """Dates written with numbers: 3/16/2022 (month first) or 16/03/2022 (day first).
+
+    All the slashed dates of a text are read the same way: month first unless that fails to
+    read more of them than day first does (16/03/2022), or puts them further apart.
+    """
+    slashed = list(_SLASHED.finditer(text))
+    if slashed and not any(m.group(3) for m in slashed) and not years and len(slashed) < 2:
+        slashed = []  # a lone "1/2" with no year anywhere is not a date
+    default_year = years[0] if years else dt.date.today().year
+
+    def read(m: re.Match[str], month_first: bool) -> dt.date | None:
+        a, b = int(m.group(1)), int(m.group(2))
+        month, day = (a, b) if month_first else (b, a)
+        year = m.group(3)
+        number = int(year) + (2000 if len(year) == 2 else 0) if year else default_year
+        try:
+            return dt.date(number, month, day)
+        except ValueError:
+            return None
+
+    def spread(days: list[dt.date]) -> int:
+        return (max(days) - min(days)).days if days else 0
+
+    readings = []
+    for month_first in (True, False):
+        days = [read(m, month_first) for m in slashed]
+        good = [d for d in days if d is not None]
+        readings.append((-len(good), spread(good) > 60, month_first, days))
+    readings.sort(key=lambda r: (r[0], r[1], not r[2]))
+    out = [(m.start(), m.end(), d) for m, d in zip(slashed, readings[0][3]) if d is not None]
+    for m in _DOTTED.finditer(text):
+        with contextlib.suppress(ValueError):
+            out.append((m.start(), m.end(), dt.date(int(m[3]), int(m[2]), int(m[1]))))
+    return out
+
+
+def date_mentions(text: str) -> list[tuple[int, int, dt.date]]:
+    """Return (start, end, date) of every date written in ``text`` (a missing year or month is
+    taken from another date)."""
     years = [int(y) for y in re.findall(r"\b(19\d{2}|20\d{2})\b", text)]
     default_year = years[0] if years else dt.date.today().year
-    found: list[tuple[int, dt.date]] = []
+    found: list[tuple[int, int, dt.date]] = []
     for number, pattern in enumerate(_DATE_PATTERNS):
         for m in pattern.finditer(text):
             try:
@@ -122,41 +257,65 @@ def find_dates(text: str) -> list[dt.date]:
                     day = dt.date(int(year) if year else default_year, month, dom)
             except (ValueError, KeyError):
                 continue
-            found.append((m.start(), day))
+            found.append((m.start(), m.end(), day))
     for m in _RANGE_BEFORE.finditer(text):  # "the 8th to the 10th of March"
         year = int(m.group(4)) if m.group(4) else default_year
         for group, at in ((1, m.start()), (2, m.start(2))):
             with contextlib.suppress(ValueError, KeyError):
-                found.append((at, dt.date(year, MONTHS[m.group(3).lower()], int(m.group(group)))))
+                day = dt.date(year, MONTHS[m.group(3).lower()], int(m.group(group)))
+                found.append((at, m.end(), day))
     for m in _RANGE_AFTER.finditer(text):  # "March 9th and 13th"
         year = int(m.group(4)) if m.group(4) else default_year
         with contextlib.suppress(ValueError, KeyError):
-            found.append((m.start(3), dt.date(year, MONTHS[m.group(1).lower()], int(m.group(3)))))
-    found.sort()
+            day = dt.date(year, MONTHS[m.group(1).lower()], int(m.group(3)))
+            found.append((m.start(3), m.end(), day))
+    found += _numeric_dates(text, years)
+    found.sort(key=lambda f: f[0])
+    for m in _BARE_DAY.finditer(text):  # "... and back on the 19th"
+        earlier = [d for s, _, d in found if s < m.start()]
+        if not earlier or any(s <= m.start(1) < e for s, e, _ in found):
+            continue
+        with contextlib.suppress(ValueError):
+            day = earlier[-1].replace(day=int(m.group(1)))
+            if day < earlier[-1]:  # "March 28 to the 3rd": the next month
+                month = earlier[-1].month % 12 + 1
+                year = earlier[-1].year + (month == 1)
+                day = dt.date(year, month, int(m.group(1)))
+            found.append((m.start(1), m.end(), day))
+    found.sort(key=lambda f: f[0])
+    return found
+
+
+def find_dates(text: str) -> list[dt.date]:
+    """Return the dates written in ``text``, in order, each once."""
     out: list[dt.date] = []
-    for _, day in found:
+    for _, _, day in date_mentions(text):
         if day not in out:
             out.append(day)
     return out
-
-
-def _date_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for p in _DATE_PATTERNS for m in p.finditer(text)]
 
 
 def find_money(text: str) -> list[tuple[float, int, int]]:
     """Return (amount, start, end) of every amount of money in ``text``."""
     out = []
     for m in _MONEY.finditer(text):
-        digits = (m.group(1) or m.group(3) or "").replace(",", "")
+        digits = (m.group(1) or m.group(3) or m.group(5) or "").replace(",", "")
         try:
             amount = float(digits)
         except ValueError:
             continue
-        if m.group(2):
-            amount *= 1000
+        if m.group(2) or m.group(4) or m.group(6):
+            amount = round(amount * 1000, 2)
         out.append((int(amount) if amount.is_integer() else amount, *m.span()))
     return out
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """Replace the spans of ``text`` with spaces (offsets are kept)."""
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
 
 
 class RequestReader:
@@ -168,26 +327,39 @@ class RequestReader:
         self.ask = ask
 
     def read(self, task: str, given: dict[str, Any] | None = None) -> dict[str, Reading]:
-        text = task[:MAX_TEXT]
+        text = task[:MAX_TEXT].replace("\u2019", "'").replace("\u2018", "'")
         out: dict[str, Reading] = {}
         first = {f.from_dates for f in self.spec.request.values() if f.from_dates}
         order = sorted(self.spec.request.items(), key=lambda item: item[0] not in first)
         self.claimed: list[tuple[int, int]] = []
+        self.dates = date_mentions(text)
         for name, spec_field in order:
             if given is not None and name in given:
                 out[name] = Reading(given[name], decided_by="given")
                 continue
             reader = getattr(self, "_" + spec_field.type)
             out[name] = reader(spec_field, text, out)
+        for name, spec_field in self.spec.request.items():
+            self._extend_dates(name, spec_field, out)
         return out
+
+    @staticmethod
+    def _extend_dates(name: str, spec_field: RequestField, out: dict[str, Reading]) -> None:
+        """One date and a length ("leaving March 16 for 3 days"): the trip's days from it."""
+        source = spec_field.from_dates
+        if not source or source not in out or out[source].decided_by == "given":
+            return
+        dates, length = out[source].value, out[name].value
+        if isinstance(dates, list) and len(dates) == 1 and isinstance(length, int) and length > 1:
+            first = dt.date.fromisoformat(dates[0])
+            span = [(first + dt.timedelta(n)).isoformat() for n in range(length)]
+            out[source] = Reading(span, out[source].candidates, "text")
 
     def _column(self, ref: str) -> set[str]:
         table, _, column = ref.partition(".")
         return {str(r[column]) for r in self.tables.get(table, []) if r[column]}
 
-    def _choose(
-        self, spec_field: RequestField, text: str, spans: list[tuple[Any, int, int]]
-    ) -> Reading:
+    def _choose(self, spec_field: RequestField, text: str, spans: list[Span]) -> Reading:
         """Pick among candidate values with their text spans: one left, a cue, or the model."""
         spans = [s for s in spans if not self._claimed(s[1], s[2])]
         if spec_field.avoid:
@@ -201,9 +373,7 @@ class RequestReader:
     def _claimed(self, start: int, end: int) -> bool:
         return start >= 0 and any(start < e and s < end for s, e in self.claimed)
 
-    def _pick(
-        self, spec_field: RequestField, text: str, spans: list[tuple[Any, int, int]]
-    ) -> Reading:
+    def _pick(self, spec_field: RequestField, text: str, spans: list[Span]) -> Reading:
         values: list[Any] = []
         for value, _, _ in spans:
             if value not in values:
@@ -230,20 +400,25 @@ class RequestReader:
         for ref in spec_field.not_in:
             known -= self._column(ref)
         taken = {str(r.value) for r in done.values() if isinstance(r.value, str)}
-        spans = [
-            (place, start, start + len(place))
+        spans: list[Span] = [
+            (place, start, end)
             for place in sorted(known, key=len, reverse=True)
-            for start in _mentions(text, place)
+            for start, end in _mention_spans(text, place, plural=False)
             if place not in taken
         ]
         if not spans and spec_field.free:
-            blocked = set(MONTHS) | set(NUMBER_WORDS) | self._vocabulary()
+            blocked = set(MONTHS) | WEEKDAYS | set(NUMBER_WORDS) | self._vocabulary()
             for m in _CAPITALISED.finditer(text):
                 phrase = m.group(0).rstrip(".")
                 first = phrase.split()[0].lower()
                 if phrase.lower() in blocked:
                     continue
-                at_sentence_start = m.start() == 0 or text[: m.start()].rstrip()[-1:] in ".!?"
+                before = text[: m.start()]
+                at_sentence_start = (
+                    not before.strip()
+                    or before.rstrip()[-1:] in ".!?"
+                    or bool(re.search(r"\n[\s*•-]*$", before))
+                )
                 if first in blocked or at_sentence_start or phrase in taken:
                     continue
                 spans.append((phrase, m.start(), m.end()))
@@ -259,8 +434,26 @@ class RequestReader:
             for phrase in phrases
         }
 
+    def _masked(self, text: str) -> str:
+        """The text with its dates, amounts of money and places read so far blanked out, so
+        that "March 1-7", "$3,000" or "2 Texas cities" are not read as counts."""
+        spans = [(s, e) for s, e, _ in self.dates]
+        spans += [(s, e) for _, s, e in find_money(text)]
+        return _blank(text, spans + self.claimed)
+
     def _money(self, spec_field: RequestField, text: str, done: dict[str, Reading]) -> Reading:
-        return self._choose(spec_field, text, find_money(text))
+        spans: list[Span] = list(find_money(text))
+        if not spans and spec_field.cue:
+            masked = _blank(text, [(s, e) for s, e, _ in self.dates])
+            for m in _BARE_AMOUNT.finditer(masked):
+                if not _near_cue(masked, m.start(), m.end(), spec_field.cue):
+                    continue
+                if m.group(2):
+                    amount = round(float(m.group(2)) * 1000, 2)
+                else:
+                    amount = float(m.group(0).replace(",", ""))
+                spans.append((int(amount) if amount.is_integer() else amount, *m.span()))
+        return self._choose(spec_field, text, spans)
 
     def _dates(self, spec_field: RequestField, text: str, done: dict[str, Reading]) -> Reading:
         days = find_dates(text)
@@ -271,30 +464,89 @@ class RequestReader:
         return Reading([d.isoformat() for d in span], [d.isoformat() for d in days], "text")
 
     def _integer(self, spec_field: RequestField, text: str, done: dict[str, Reading]) -> Reading:
-        masked = text
-        for start, end in _date_spans(text) + [(s, e) for _, s, e in find_money(text)]:
-            masked = masked[:start] + " " * (end - start) + masked[end:]
-        spans: list[tuple[Any, int, int]] = []
+        masked = self._masked(text)
+        spans: list[Span] = []
         for m in _NUMBER.finditer(masked):
             spans.append((int(m.group(0)), *m.span()))
         words = {**NUMBER_WORDS, **spec_field.words}
         for word, value in words.items():
             for start in _mentions(masked, word):
                 spans.append((value, start, start + len(word)))
-        if spec_field.from_dates and spec_field.from_dates in done:
-            dates = done[spec_field.from_dates].value
-            if isinstance(dates, list) and len(dates) >= 2:
-                spans.append((len(dates), -1, -1))
-        spans = [s for s in spans if self._allowed(spec_field, s[0])]
+        spans = [
+            s
+            for s in spans
+            if self._allowed(spec_field, s[0])
+            and not _near_cue(masked, s[1], s[2], spec_field.avoid, 1)
+        ]
+        spans = self._sums(spec_field, masked, spans)
         spans.sort(key=lambda s: s[1])
-        if spec_field.from_dates and spans and spans[0][1] == -1:
-            # The dates fix the length when they agree with a number in the text (or alone).
-            from_dates = spans[0][0]
-            if all(value == from_dates for value, _, _ in spans) or any(
-                value == from_dates for value, start, _ in spans if start >= 0
-            ):
-                return Reading(from_dates, [from_dates], "text")
-        return self._choose(spec_field, text, [s for s in spans if s[1] >= 0] or spans)
+        dates = done[spec_field.from_dates].value if spec_field.from_dates in done else None
+        if isinstance(dates, list) and len(dates) >= 2 and self._allowed(spec_field, len(dates)):
+            # The dates fix the length; only a number said to be one ("5 days", "a week")
+            # can contradict them, and then the model is asked.
+            length = len(dates)
+            said = [
+                s
+                for s in spans
+                if masked[s[1] : s[2]].lower() in spec_field.words
+                or _near_cue(masked, s[1], s[2], spec_field.cue, 1)
+            ]
+            if not said or any(value == length for value, _, _ in said):
+                return Reading(length, [length], "text")
+            return self._choose(spec_field, masked, [(length, -1, -1), *said])
+        return self._choose(spec_field, masked, spans)
+
+    def _sums(self, spec_field: RequestField, text: str, spans: list[Span]) -> list[Span]:
+        """Add up counts joined by "and", "&", "+", "plus" or commas: "me and 3 friends" (4),
+        "2 adults, 2 kids" (4), "my wife and I" (2), "a couple and 2 kids" (4). ``members``
+        count one each, ``parts`` the number before them, group words ("couple") their value;
+        a count of the whole ("4 people") is never added to, nor the speaker counted twice."""
+        if not (spec_field.members or spec_field.parts):
+            return spans
+        units: list[Span] = []
+        nouns = set(spec_field.parts) | {m.lower() for m in spec_field.members}
+        for value, start, end in spans:
+            m = re.match(r"\s+([A-Za-z][A-Za-z-]*)", text[end:])
+            if m and m.group(1).lower() in nouns:  # "3 friends", "1 friend"
+                units.append((value, start, end + m.end()))
+            elif spec_field.words.get(text[start:end].lower(), 1) > 1:  # "a couple", not "solo"
+                units.append((value, start, end))
+        for member in spec_field.members:
+            flags = 0 if member == "I" else re.I
+            pattern = rf"(?<![A-Za-z0-9']){re.escape(member)}(?![A-Za-z0-9']|-)"
+            for m in re.finditer(pattern, text, flags):
+                if not any(s <= m.start() and m.end() <= e for _, s, e in units):
+                    units.append((1, m.start(), m.end()))
+        units = sorted({self._with_determiner(text, u) for u in units}, key=lambda u: u[1:])
+        chains: list[list[Span]] = []
+        joins: list[list[str]] = []
+        for unit in units:
+            if chains and unit[1] >= chains[-1][-1][2]:
+                gap = text[chains[-1][-1][2] : unit[1]]
+                if _JOIN.fullmatch(gap):
+                    chains[-1].append(unit)
+                    joins[-1].append(gap.strip())
+                    continue
+            chains.append([unit])
+            joins.append([])
+        out = list(spans)
+        for chain, join in zip(chains, joins):
+            speaker = [n for n, u in enumerate(chain) if text[u[1] : u[2]].lower() in SPEAKER]
+            if len(speaker) > 1:  # "it's just me, and I ...": the speaker once
+                chain, join = chain[: speaker[1]], join[: speaker[1] - 1]
+            if not join:
+                continue
+            start, end = chain[0][1], chain[-1][2]
+            out = [s for s in out if not (start <= s[1] and s[2] <= end)]
+            total = sum(value for value, _, _ in chain)
+            if self._allowed(spec_field, total):
+                out.append((total, start, end))
+        return out
+
+    @staticmethod
+    def _with_determiner(text: str, unit: Span) -> Span:
+        m = _DETERMINER.search(text[: unit[1]])
+        return (unit[0], m.start(), unit[2]) if m else unit
 
     @staticmethod
     def _allowed(spec_field: RequestField, value: Any) -> bool:
@@ -305,16 +557,26 @@ class RequestReader:
     def _matches(self, spec_field: RequestField, text: str) -> list[tuple[str, int, int]]:
         """Return (option, start, end) for option phrases found; longer phrases win overlaps.
 
-        For a ``negated`` field a phrase counts only after a negation (``not``, ``no``,
-        ``without``, ``avoid`` … within a few words): "we will not be taking any flights".
+        For a ``negated`` field a phrase counts only when negated (``not``, ``no``,
+        ``without``, ``avoid`` … before it in its clause, or "is not an option" after it):
+        "we will not be taking any flights"; its ``stated`` phrases count when not negated
+        ("we'd rather drive ourselves"). For other fields a negated phrase does not count:
+        "no smoking" does not ask for smoking.
         """
         hits: list[tuple[int, int, str]] = []
         for option, phrases in spec_field.options.items():
             for phrase in phrases:
-                for s in _mentions(text, phrase):
-                    if spec_field.negated and not _negated(text, s):
+                for s, e in _mention_spans(text, phrase):
+                    if spec_field.negated != _negated(text, s, e):
                         continue
-                    hits.append((s, s + len(phrase), option))
+                    hits.append((s, e, option))
+        for option, phrases in spec_field.stated.items():  # "we'd rather drive ourselves"
+            for phrase in phrases:
+                hits += [
+                    (s, e, option)
+                    for s, e in _mention_spans(text, phrase)
+                    if not _negated(text, s, e)
+                ]
         hits.sort(key=lambda h: (-(h[1] - h[0]), h[0]))
         used: list[tuple[int, int]] = []
         out = []
@@ -326,7 +588,27 @@ class RequestReader:
         return sorted(out, key=lambda h: h[1])
 
     def _option(self, spec_field: RequestField, text: str, done: dict[str, Reading]) -> Reading:
-        return self._choose(spec_field, text, self._matches(spec_field, text))
+        spans = self._matches(spec_field, text)
+        narrowest = self._narrowest(spec_field, {option for option, _, _ in spans})
+        if narrowest is not None:  # "a private room, not a shared one": private room
+            spans = [s for s in spans if s[0] == narrowest]
+        return self._choose(spec_field, text, spans)
+
+    def _narrowest(self, spec_field: RequestField, named: set[str]) -> str | None:
+        """The option named that every other one named allows (by the domain's ``match`` of
+        this field), so asking for it asks for them all; None if there is none."""
+        if len(named) < 2:
+            return None
+        for rule in self.spec.constraints:
+            if rule.kind != "match" or rule.request != spec_field.name:
+                continue
+            allowed = {option: set(rule.values.get(option, ())) for option in named}
+            if not all(allowed.values()):
+                return None
+            for option in named:
+                if all(allowed[option] <= allowed[other] for other in named):
+                    return option
+        return None
 
     def _options(self, spec_field: RequestField, text: str, done: dict[str, Reading]) -> Reading:
         found: list[str] = []

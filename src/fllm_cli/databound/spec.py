@@ -50,8 +50,11 @@ class RequestField:
     range: tuple[int, int] | None = None
     default: Any = None
     words: dict[str, int] = field(default_factory=dict)
+    members: tuple[str, ...] = ()  # one each, counted only when joined: "my wife and I"
+    parts: tuple[str, ...] = ()  # counted by the number before them: "2 adults and 2 kids"
     from_dates: str | None = None
     options: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    stated: dict[str, tuple[str, ...]] = field(default_factory=dict)  # count un-negated
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,7 @@ class _SpecReader:
         keys = {
             "type", "question", "values", "not_in", "free", "cue", "avoid", "negated",
             "one_of", "range",
-            "default", "words", "from_dates", "options",
+            "default", "words", "members", "parts", "from_dates", "options", "stated",
         }  # fmt: skip
         for name, child, _loc in self.r.items(self.r.mapping(node, "request")):
             body = self.r.mapping(child, f"request field '{name}'", keys)
@@ -210,6 +213,11 @@ class _SpecReader:
                 )
             if kind in ("option", "options") and not options:
                 self.r.error(f"request field '{name}' of type {kind} needs 'options'", child.loc)
+            stated: dict[str, tuple[str, ...]] = {}
+            for option, phrases, loc in self.r.items(self.r.mapping(get(body, "stated"), "stated")):
+                if option not in options:
+                    self.r.error(f"request field '{name}': stated '{option}' is not an option", loc)
+                stated[option] = self.strings(phrases, f"stated phrases of option '{option}'")
             words: dict[str, int] = {}
             for word, value, _ in self.r.items(self.r.mapping(get(body, "words"), "words")):
                 number = self.r.integer(value, f"words.{word}")
@@ -236,8 +244,11 @@ class _SpecReader:
                 range=(span[0], span[1]) if len(span) == 2 and None not in span else None,  # type: ignore[arg-type]
                 default=default.value if default is not None else None,
                 words=words,
+                members=self.strings(get(body, "members"), "members"),
+                parts=tuple(c.lower() for c in self.strings(get(body, "parts"), "parts")),
                 from_dates=self.r.string(get(body, "from_dates"), "from_dates"),
                 options=options,
+                stated=stated,
             )
         return out
 
