@@ -139,6 +139,16 @@ def infer_interface(
     return _by_questions(domain, text, model, trace, options)
 
 
+def _prompt(domain: Domain, text: str, question: str, choices: list[str], chosen: list[str]) -> str:
+    """Render the domain's interface template for one question."""
+    template = domain.prompts.get("interface", DEFAULT_TEMPLATES["interface"])
+    variables = {
+        "task": text, "domain": domain.name, "intro": domain.intro,
+        "question": question, "choices": choices, "chosen": chosen,
+    }  # fmt: skip
+    return render(template, variables, domain.prompt_dirs)
+
+
 def _by_evidence(
     domain: Domain,
     text: str,
@@ -156,16 +166,8 @@ def _by_evidence(
         for _, combo, output in tied
         for p in [_phrase(domain, output)]
     ]
-    template = domain.prompts.get("interface", DEFAULT_TEMPLATES["interface"])
-    prompt = render(
-        template,
-        {
-            "task": text, "domain": domain.name, "intro": domain.intro,
-            "question": "What does the task give, and what must it produce?",
-            "choices": texts, "chosen": [],
-        },
-        domain.prompt_dirs,
-    )  # fmt: skip
+    question = "What does the task give, and what must it produce?"
+    prompt = _prompt(domain, text, question, texts, [])
     meter = RunMeter.wrap(model).fork(records=trace)
     result = meter.choose(ChoiceRequest(prompt, tuple(texts), "interface"))
     index = result.index if 0 <= result.index < len(tied) else 0
@@ -179,25 +181,13 @@ def _by_questions(
     trace: list[dict[str, Any]],
     options: list[tuple[tuple[str, ...], list[str]]],
 ) -> tuple[list[str], str, list[ChoiceResult]]:
-    template = domain.prompts.get("interface", DEFAULT_TEMPLATES["interface"])
     results: list[ChoiceResult] = []
     meter = RunMeter.wrap(model).fork(records=trace)
 
     def ask(question: str, choices: list[str], chosen: list[str]) -> int:
         if len(choices) == 1:
             return 0
-        prompt = render(
-            template,
-            {
-                "task": text,
-                "domain": domain.name,
-                "intro": domain.intro,
-                "question": question,
-                "choices": choices,
-                "chosen": chosen,
-            },
-            domain.prompt_dirs,
-        )
+        prompt = _prompt(domain, text, question, choices, chosen)
         result = meter.choose(ChoiceRequest(prompt, tuple(choices), "interface"))
         results.append(result)
         return result.index
