@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from fllm_cli.errors import BackendError, ContextOverflow, UsageError
+from fllm_cli.llm import hub
 from fllm_cli.llm.base import (
     ChoiceRequest,
     ChoiceResult,
@@ -74,12 +75,21 @@ def find_default_gguf() -> Path:
 
 
 def resolve_gguf(path: str | None) -> Path:
-    """Return the model file for ``local`` / ``local:PATH``, checking it exists."""
+    """Return the model file for ``local`` / ``local:PATH`` / ``local:hf:OWNER/REPO/FILE``.
+
+    A file on disk must exist; a hub file is taken from the model cache, or downloaded into it
+    once (``llm/hub.py``). A file on disk whose path starts with ``hf:`` is written ``./hf:...``.
+    """
     if not path:
         return find_default_gguf()
+    if hub.is_hub_spec(path):
+        return hub.fetch(hub.parse_hub_file(path))
     target = Path(path).expanduser()
     if not target.is_file():
-        raise UsageError(f"no such model file: '{path}'", hint="--model local:PATH/TO/model.gguf")
+        raise UsageError(
+            f"no such model file: '{path}'",
+            hint=f"--model local:PATH/TO/model.gguf, or {hub.SYNTAX}",
+        )
     return target
 
 
@@ -551,6 +561,9 @@ def scoring_mode(explicit: str | None = None) -> str:
 
 def make_local_model(path: str | None, options: ModelOptions, cache: Any = None) -> Model:
     """Build the local back end: find the file and llama-cpp-python now, load on first use."""
+    if hub.is_hub_spec(path):
+        hub.parse_hub_file(str(path))  # a malformed name fails first,
+        _require_llama_cpp()  # and a missing llama-cpp-python before a download it cannot use
     target = resolve_gguf(path)
     _require_llama_cpp()
     name = f"local:{path}" if path else "local"
@@ -558,5 +571,5 @@ def make_local_model(path: str | None, options: ModelOptions, cache: Any = None)
 
 
 def factory(arg: str, options: ModelOptions) -> Model:
-    """Build ``local`` / ``local:PATH.gguf`` (the ``local`` row of the registry)."""
+    """Build ``local``, ``local:PATH.gguf`` or ``local:hf:...`` (the registry's ``local`` row)."""
     return make_local_model(arg or None, options, cache=cache_for(options))

@@ -68,7 +68,12 @@ class Backend:
 
 
 BUILTINS: tuple[Backend, ...] = (
-    Backend("local", "fllm_cli.llm.local:factory", "local[:PATH.gguf]", "embedded, the default"),
+    Backend(
+        "local",
+        "fllm_cli.llm.local:factory",
+        "local[:PATH.gguf], local:hf:OWNER/REPO[@REV]/FILE.gguf",
+        "embedded, the default; hf: is fetched once from Hugging Face",
+    ),
     Backend("random", "fllm_cli.llm.simple:random_factory", "random[:SEED]", "uniform choice"),
     Backend(
         "scripted", "fllm_cli.llm.simple:scripted_factory", "scripted:FILE", "answers, one per line"
