@@ -20,18 +20,33 @@ A behaviour is one string:
     status 200 with a body cut off in the middle of the JSON.
 ``"empty"``
     a well-formed completion with an empty ``choices`` list.
+``"json:N"``
+    a normal completion whose content is the structured answer ``{"choice": N}`` (N is written
+    as a number when it is one, else as a string), as a schema-constrained reply looks.
+``"logprobs:TOKEN=P,TOKEN=P,..."`` or ``"logprobs:TOKEN=P,...:TEXT"``
+    a completion carrying OpenAI-format log-probabilities: at the first position the sampled
+    token is the first TOKEN listed and ``top_logprobs`` are all the listed tokens with
+    probabilities P (given as probabilities, sent as their logarithms). The content is TEXT, or
+    the first TOKEN when no TEXT is given.
+``"unsupported:PARAM"``
+    HTTP 400 saying the request parameter PARAM is not supported (OpenAI's wording and error
+    code ``unsupported_parameter``).
 
 ``play`` rejects anything else at once, so a typo fails in the test and not in the server
-thread. Every request body is kept in ``requests`` (parsed JSON, or the raw text when it is not
-JSON) and ``hits`` counts them; ``base`` is the URL to pass as ``--api-base``. Every successful
-reply reports the same token usage (``USAGE``). A client that hangs up before the reply is
-written (a timeout) is expected and ignored. Use the ``stub_server`` fixture from
+thread. ``refuse(PARAM, ...)`` makes the server answer ``"unsupported:PARAM"`` to every request
+whose body carries one of those parameters, without using up the script (a provider that never
+accepts them); ``refuse()`` with no names accepts everything again. Every request body is kept
+in ``requests`` (parsed JSON, or the raw text when it is not JSON) and ``hits`` counts them;
+``base`` is the URL to pass as ``--api-base``. Every successful reply reports the same token
+usage (``USAGE``). A client that hangs up before the reply is written (a timeout) is expected
+and ignored. Use the ``stub_server`` fixture from
 ``tests/conftest.py``, or ``with StubServer() as stub: ...`` where a fixture does not fit.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections import deque
@@ -56,6 +71,48 @@ def completion(text: str) -> dict[str, Any]:
     }
 
 
+def logprobs_completion(tokens: list[tuple[str, float]], text: str | None = None) -> dict[str, Any]:
+    """A completion whose first position has ``tokens`` (token, probability) as top log-probs.
+
+    The first token is the one sampled; the content is ``text``, or that token.
+    """
+    body = completion(tokens[0][0] if text is None else text)
+    top = [
+        {"token": token, "logprob": math.log(p), "bytes": list(token.encode())}
+        for token, p in tokens
+    ]
+    first = {**top[0], "top_logprobs": top}
+    body["choices"][0]["logprobs"] = {"content": [first], "refusal": None}
+    return body
+
+
+def unsupported_error(param: str) -> dict[str, Any]:
+    """OpenAI's error body for a request parameter the model does not accept."""
+    return {
+        "error": {
+            "message": f"Unsupported parameter: '{param}' is not supported with this model.",
+            "type": "invalid_request_error",
+            "param": param,
+            "code": "unsupported_parameter",
+        }
+    }
+
+
+def _parse_logprobs(behaviour: str, arg: str) -> dict[str, Any]:
+    spec, colon, text = arg.partition(":")
+    tokens: list[tuple[str, float]] = []
+    for item in spec.split(","):
+        token, eq, prob = item.rpartition("=")
+        try:
+            p = float(prob)
+        except ValueError:
+            p = -1.0
+        if not eq or not 0.0 < p <= 1.0:
+            raise ValueError(f"bad stub behaviour {behaviour!r}: want TOKEN=P with 0 < P <= 1")
+        tokens.append((token, p))
+    return logprobs_completion(tokens, text if colon else None)
+
+
 def _parse(behaviour: str) -> tuple[int, float, bytes]:
     """(status, delay in seconds, body) for one behaviour; ValueError for an unknown one."""
     kind, _, arg = behaviour.partition(":")
@@ -68,6 +125,13 @@ def _parse(behaviour: str) -> tuple[int, float, bytes]:
         except ValueError:
             raise ValueError(f"bad stub behaviour {behaviour!r}: slow needs seconds") from None
         return 200, delay, json.dumps(completion(text or SLOW_TEXT)).encode()
+    if kind == "json":
+        value: Any = int(arg) if arg.lstrip("-").isdigit() else arg
+        return 200, 0.0, json.dumps(completion(json.dumps({"choice": value}))).encode()
+    if kind == "logprobs":
+        return 200, 0.0, json.dumps(_parse_logprobs(behaviour, arg)).encode()
+    if kind == "unsupported" and arg:
+        return 400, 0.0, json.dumps(unsupported_error(arg)).encode()
     if behaviour == "malformed":
         return 200, 0.0, b'{"id": "x", "choices": [ {"message": '
     if behaviour == "empty":
@@ -85,6 +149,7 @@ class StubServer:
         self.script: deque[str] = deque()
         self.default = default
         self.requests: list[Any] = []
+        self.refused: tuple[str, ...] = ()
         self._lock = threading.Lock()
         self.play(*script, then=default)
         stub = self
@@ -110,6 +175,11 @@ class StubServer:
             if then is not None:
                 self.default = then
 
+    def refuse(self, *params: str) -> None:
+        """Answer ``"unsupported:PARAM"`` to any request carrying one of ``params``."""
+        with self._lock:
+            self.refused = params
+
     @property
     def hits(self) -> int:
         """How many requests have arrived so far."""
@@ -128,6 +198,10 @@ class StubServer:
             body = raw.decode(errors="replace")
         with self._lock:
             self.requests.append(body)
+            if isinstance(body, dict):
+                for param in self.refused:
+                    if param in body:
+                        return f"unsupported:{param}"
             return self.script.popleft() if self.script else self.default
 
     def _serve(self, handler: BaseHTTPRequestHandler, behaviour: str) -> None:

@@ -8,7 +8,7 @@ import pytest
 from tests.fake_backends import Priced
 
 from fllm_cli.errors import BudgetExceeded, TimeBudgetExceeded
-from fllm_cli.llm.base import ChoiceRequest, GenerateRequest
+from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, GenerateRequest
 from fllm_cli.llm.meter import ModelStats, RunMeter
 from fllm_cli.llm.simple import ScriptedModel
 
@@ -117,3 +117,17 @@ def test_a_fork_charges_the_stats_object_it_is_given() -> None:
     # The JSON form carries the subclass's own fields; the usage form only the model's.
     assert mine.as_dict()["searches"] == 4 and mine.as_dict()["cost_usd"] == 0.01
     assert "searches" not in child.summary() and child.summary()["llm_calls"] == 1
+
+
+def test_the_way_a_choice_was_asked_is_recorded() -> None:
+    class Schema(ScriptedModel):
+        def choose(self, request: ChoiceRequest) -> ChoiceResult:
+            result = super().choose(request)
+            result.mode = "schema"
+            return result
+
+    meter = RunMeter(Schema(["2"]))
+    meter.choose(CHOICE)
+    meter2 = RunMeter(ScriptedModel(["2"]))
+    meter2.choose(CHOICE)
+    assert meter.records[0]["mode"] == "schema" and "mode" not in meter2.records[0]

@@ -18,6 +18,7 @@ from fllm_cli.cli.options import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     ApiBaseOpt,
+    ChoiceModeOpt,
     MaxCostOpt,
     ModelOpt,
     NoCacheOpt,
@@ -133,6 +134,7 @@ def agent_command(
     timeout: TimeoutOpt = DEFAULT_TIMEOUT,
     retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
+    choice_mode: ChoiceModeOpt = None,
     max_cost: MaxCostOpt = None,
     max_seconds: float | None = typer.Option(
         None,
@@ -168,7 +170,12 @@ def agent_command(
     # An agent that talks with the user reads the terminal; a status line would fight it.
     status = LiveStatus("agent", enabled=not quiet and not has_user)
     backend = status.observe(
-        make_model(model, model_options(api_base, temperature, timeout, retries, no_cache)),
+        make_model(
+            model,
+            model_options(
+                api_base, temperature, timeout, retries, no_cache, choice_mode=choice_mode
+            ),
+        ),
         max_cost=max_cost,
     )
     run = None

@@ -8,13 +8,14 @@ is named after what it counts.
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, TypeVar
 
 import typer
 
 from fllm_cli.cli.common import stderr_console
 from fllm_cli.errors import UsageError
-from fllm_cli.llm.options import ModelOptions
+from fllm_cli.llm.options import CHOICE_MODES, ModelOptions
 from fllm_cli.llm.registry import model_help
 
 # Generated from the back-end table (built-ins and ``fllm.models`` plugins).
@@ -50,6 +51,16 @@ TemperatureOpt = Annotated[
 TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds per model request.")]
 RetriesOpt = Annotated[
     int, typer.Option("--retries", min=0, help="Retries on rate limits, timeouts and 5xx.")
+]
+ChoiceModeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--choice-mode",
+        metavar="MODE",
+        help="How an API model is asked to choose: "
+        + " | ".join(CHOICE_MODES)
+        + " (default: $FLLM_CHOICE_MODE, else auto, the best the provider supports).",
+    ),
 ]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")]
 QuietOpt = Annotated[
@@ -111,10 +122,15 @@ def model_options(
     retries: int,
     no_cache: bool,
     max_cost: float | None = None,
+    choice_mode: str | None = None,
 ) -> ModelOptions:
-    """Bundle the shared flags."""
+    """Bundle the shared flags; ``choice_mode`` unset is ``$FLLM_CHOICE_MODE``, else auto."""
     if api_base is not None and not api_base.strip():
         raise UsageError("--api-base is empty")
+    mode = (choice_mode or os.environ.get("FLLM_CHOICE_MODE") or "auto").strip().lower()
+    if mode not in CHOICE_MODES:
+        where = "--choice-mode" if choice_mode else "$FLLM_CHOICE_MODE"
+        raise UsageError(f"unknown {where} '{mode}' (choose {', '.join(CHOICE_MODES)})")
     return ModelOptions(
         api_base=api_base,
         temperature=temperature,
@@ -122,4 +138,5 @@ def model_options(
         retries=retries,
         cache=not no_cache,
         max_cost=max_cost,
+        choice_mode=mode,
     )

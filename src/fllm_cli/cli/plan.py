@@ -19,6 +19,7 @@ from fllm_cli.cli.options import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     ApiBaseOpt,
+    ChoiceModeOpt,
     ConstraintsOpt,
     DataOpt,
     MaxCostOpt,
@@ -96,6 +97,7 @@ def plan(
     timeout: TimeoutOpt = DEFAULT_TIMEOUT,
     retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
+    choice_mode: ChoiceModeOpt = None,
     fmt: str = format_option(FORMATS),
     out_file: OutOpt = None,
     trace_file: str | None = typer.Option(
@@ -135,7 +137,9 @@ def plan(
     moves = renamed(max_moves, max_steps, "--max-moves", "--max-steps", quiet)
     domain = api.load_domain(spec)
     variables = parse_var_options(var)
-    options = model_options(api_base, temperature, timeout, retries, no_cache, max_cost)
+    options = model_options(
+        api_base, temperature, timeout, retries, no_cache, max_cost, choice_mode
+    )
     status = LiveStatus("planning", enabled=not quiet)
     backend = status.observe(make_model(model, options), max_seconds, max_cost=max_cost)
     trace: list[dict[str, Any]] = []

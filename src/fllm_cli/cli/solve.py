@@ -15,6 +15,7 @@ from fllm_cli.cli.options import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     ApiBaseOpt,
+    ChoiceModeOpt,
     MaxCostOpt,
     ModelOpt,
     NoCacheOpt,
@@ -124,6 +125,7 @@ def solve_command(
     request_timeout: TimeoutOpt = DEFAULT_TIMEOUT,
     retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
+    choice_mode: ChoiceModeOpt = None,
     max_cost: MaxCostOpt = None,
     fmt: str = format_option(SOLVE_FORMATS),
     out_file: OutOpt = None,
@@ -158,7 +160,12 @@ def solve_command(
     )
     status = LiveStatus("solving", enabled=not quiet)
     backend = status.observe(
-        make_model(model, model_options(api_base, temperature, request_timeout, retries, no_cache)),
+        make_model(
+            model,
+            model_options(
+                api_base, temperature, request_timeout, retries, no_cache, choice_mode=choice_mode
+            ),
+        ),
         max_cost=max_cost,
     )
     session = Session(backend, spec, text, settings)
@@ -224,6 +231,7 @@ def bench_command(
     request_timeout: TimeoutOpt = DEFAULT_TIMEOUT,
     retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
+    choice_mode: ChoiceModeOpt = None,
     max_cost: MaxCostOpt = None,
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N queries."),
     concurrency: int = typer.Option(
@@ -256,7 +264,9 @@ def bench_command(
     settings = _settings(
         max_attempts, max_rounds, timeout, memory_mb, horizon, max_seconds, unisolated
     )
-    options = model_options(api_base, temperature, request_timeout, retries, no_cache)
+    options = model_options(
+        api_base, temperature, request_timeout, retries, no_cache, choice_mode=choice_mode
+    )
     err = stderr_console()
     status = LiveStatus("solve-bench", enabled=not quiet)
     # The run's meter (built now: a bad --model fails before any thread starts) counts and

@@ -59,6 +59,7 @@ class ChoiceResult:
     usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
     exchanges: list[dict[str, Any]] = field(default_factory=list)
+    mode: str = ""  # how an API model was asked: schema, bias, logprobs or text
 
 
 @dataclass(frozen=True)

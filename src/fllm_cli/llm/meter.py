@@ -305,6 +305,8 @@ def choice_record(
         "cached": result.cached,
         "fallback": result.fallback,
     }
+    if result.mode:  # how an API model was asked (schema, bias, logprobs, text)
+        record["mode"] = result.mode
     if len(result.exchanges) > 1:  # a correction was asked: keep every round trip
         record["exchanges"] = result.exchanges
     record.update(extra)

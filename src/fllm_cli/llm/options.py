@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# How an API model is asked to choose (see ``docs/models.md``, "How API models choose"):
+# ``auto`` picks the strongest mode the provider supports.
+CHOICE_MODES = ("auto", "schema", "bias", "logprobs", "text")
+
 
 @dataclass(frozen=True)
 class ModelOptions:
@@ -15,3 +19,4 @@ class ModelOptions:
     retries: int = 4
     cache: bool = True
     max_cost: float | None = None
+    choice_mode: str = "auto"  # one of CHOICE_MODES; only the LiteLLM back end reads it
