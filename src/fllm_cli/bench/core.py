@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from fllm_cli.api import load_domain
 from fllm_cli.bench import report as rep
+from fllm_cli.bench.databench import DATA_STRATEGIES, check_data
+from fllm_cli.bench.datatasks import attach
 from fllm_cli.bench.limiter import Limiter
+from fllm_cli.bench.metrics import Scorer, reward, scorer_for
 from fllm_cli.bench.results import ResultsWriter, read_results
 from fllm_cli.bench.runner import (
     ModelPool,
@@ -22,11 +25,12 @@ from fllm_cli.bench.runner import (
     seed_base,
 )
 from fllm_cli.bench.scoring import summarize
-from fllm_cli.bench.strategies import STRATEGIES, BenchConfig, Outcome
+from fllm_cli.bench.strategies import STRATEGIES, TOOL_STRATEGIES, BenchConfig, Outcome
 from fllm_cli.bench.tasks import BenchTask, LineError, load_tasks
 from fllm_cli.diagnostics import did_you_mean
 from fllm_cli.domain.model import Domain
 from fllm_cli.errors import UsageError
+from fllm_cli.kinds import kind_of
 from fllm_cli.llm.registry import ModelOptions, resolve_model_name
 from fllm_cli.search.planner import Budgets
 
@@ -40,6 +44,8 @@ class BenchOptions:
     spec: str | Domain
     tasks_file: str
     strategies: list[str] = field(default_factory=lambda: ["formal"])
+    data_file: str | None = None  # data domains: the tasks' data (JSON Lines, by idx or line)
+    gold_file: str | None = None  # data domains: the tasks' gold plans (the gold strategy)
     model: str | None = None
     model_options: ModelOptions = field(default_factory=ModelOptions)
     examples_file: str | None = None
@@ -82,11 +88,34 @@ def parse_strategies(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def check_strategies(opts: BenchOptions, domain: Domain) -> None:
+    """Refuse strategies and options that do not apply to the domain's kind."""
+    takes_data = kind_of(domain).takes_data
+    allowed = DATA_STRATEGIES if takes_data else TOOL_STRATEGIES
+    wrong = [s for s in opts.strategies if s not in allowed]
+    what = "data domains" if takes_data else f"{kind_of(domain).name_with_article} domain"
+    if wrong:
+        raise UsageError(
+            f"strategy '{wrong[0]}' does not apply to '{domain.name}' "
+            f"({what}: choose from {', '.join(allowed)})"
+        )
+    if not takes_data:
+        for value, flag in ((opts.data_file, "--data"), (opts.gold_file, "--gold")):
+            if value:
+                raise UsageError(
+                    f"{flag} applies to data domains (kind: data); '{domain.name}' is not one"
+                )
+
+
 def load_inputs(
     opts: BenchOptions, domain: Domain
 ) -> tuple[list[BenchTask], list[BenchTask], list[LineError]]:
     """Load the tasks and few-shot examples; return (tasks, examples, bad lines)."""
+    check_strategies(opts, domain)
     tasks, bad = load_tasks(opts.tasks_file, domain)
+    if kind_of(domain).takes_data:
+        tasks, unusable = _data_tasks(opts, domain, tasks)
+        bad = sorted(bad + unusable, key=lambda e: e.line)
     if bad and opts.strict:
         more = f" (and {len(bad) - 1} more bad line(s))" if len(bad) > 1 else ""
         raise UsageError(f"{bad[0]}{more}")
@@ -107,6 +136,41 @@ def load_inputs(
     return tasks, examples, bad
 
 
+def _data_tasks(
+    opts: BenchOptions, domain: Domain, tasks: list[BenchTask]
+) -> tuple[list[BenchTask], list[LineError]]:
+    """Give data-bound tasks their data, gold plans and request; mark those the metrics score."""
+    tasks, bad = attach(tasks, opts.data_file, opts.gold_file, opts.tasks_file)
+    if tasks and all(t.data is None for t in tasks):
+        raise UsageError(
+            f"'{domain.name}' is a data domain: give the tasks' data with --data FILE.jsonl "
+            "(or a 'data' object on each task line)"
+        )
+    if "gold" in opts.strategies and tasks and all(t.gold is None for t in tasks):
+        raise UsageError("the gold strategy needs the tasks' gold plans: give --gold FILE.jsonl")
+    scorer = scorer_for(domain)
+    out = []
+    for task in tasks:
+        try:
+            out.append(_prepared(task, scorer, domain))
+        except (ValueError, UsageError) as exc:
+            message = exc.message if isinstance(exc, UsageError) else str(exc)
+            bad.append(LineError(opts.tasks_file, task.line, message))
+    return out, bad
+
+
+def _prepared(task: BenchTask, scorer: Scorer | None, domain: Domain) -> BenchTask:
+    """Check a data task's data against the domain's tables and the scorer's fields."""
+    if task.data is None:
+        raise ValueError("no data for this task (give --data FILE.jsonl or a 'data' object)")
+    check_data(domain, task.data)
+    scored = scorer.check_task(task.fields, task.data) if scorer is not None else False
+    request = task.request
+    if request is None and scorer is not None and scored:
+        request = scorer.request(task.fields)
+    return replace(task, scored=scored, request=request)
+
+
 def run_bench(
     opts: BenchOptions,
     pool: ModelPool | None = None,
@@ -123,8 +187,15 @@ def run_bench(
     domain = load_domain(opts.spec) if isinstance(opts.spec, str) else opts.spec
     tasks, examples, bad = load_inputs(opts, domain)
     model_name = resolve_model_name(opts.model)
+    scorer = scorer_for(domain) if kind_of(domain).takes_data else None
     config = BenchConfig(
-        domain, model_name, opts.strategies, examples, opts.budgets, seed_base=seed_base(opts.model)
+        domain,
+        model_name,
+        opts.strategies,
+        examples,
+        opts.budgets,
+        seed_base=seed_base(opts.model),
+        scorer=scorer.name if scorer is not None else None,
     )
     previous = _previous_results(opts.previous, domain)
     previous += _results_file_rows(opts, domain, model_name, tasks, config)
@@ -146,6 +217,8 @@ def run_bench(
     finished = {(str(r["id"]), r["strategy"]) for r in results}
     missing = pending_pairs(tasks, opts.strategies, finished)
     report = _report(opts, domain, model_name, results, bad, wall)
+    if config.scorer is not None:
+        report["metrics"] = config.scorer
     facts["resumed"] = len(kept)
     report["executor"] = facts
     if opts.results_file:
@@ -225,6 +298,8 @@ def _writer(opts: BenchOptions, domain: Domain, model_name: str) -> ResultsWrite
         "model": model_name,
         "strategies": opts.strategies,
     }
+    if opts.data_file:
+        header["data_file"] = opts.data_file
     return ResultsWriter(opts.results_file, header)
 
 
@@ -306,6 +381,7 @@ def _report(
         "domain": domain.name,
         "domain_path": domain.path,
         "tasks_file": opts.tasks_file,
+        **({"data_file": opts.data_file} if opts.data_file else {}),
         "model": model_name,
         "strategies": strategies,
         "concurrency": opts.concurrency,
@@ -322,7 +398,7 @@ def _records(outcomes: list[Outcome]) -> list[dict[str, Any]]:
     for outcome in outcomes:
         row = outcome.result
         scores = row.get("scores")
-        reward = scores["f1"] if scores else (1.0 if row["valid"] else 0.0)
+        value = reward(scores, row["valid"])
         for entry in outcome.trace:
             if entry.get("type") != "choice":
                 continue
@@ -331,7 +407,7 @@ def _records(outcomes: list[Outcome]) -> list[dict[str, Any]]:
                     "id": row["id"],
                     "strategy": row["strategy"],
                     "task": row["task"],
-                    "choice_point": entry["choice_point"],
+                    "choice_point": entry.get("choice_point"),
                     "kind": entry["kind"],
                     "prompt": entry["prompt"],
                     "options": entry["options"],
@@ -341,7 +417,7 @@ def _records(outcomes: list[Outcome]) -> list[dict[str, Any]]:
                     "fallback": entry["fallback"],
                     "valid": row["valid"],
                     "scores": scores,
-                    "reward": reward,
+                    "reward": value,
                 }
             )
     return out

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from fllm_cli.bench import report as rep
+from fllm_cli.bench.metrics import SCORERS
 from fllm_cli.bench.scoring import percentile, summarize_one
 
 CSS = """
@@ -212,6 +213,7 @@ def render_html(report: dict[str, Any]) -> str:
                     "Tool-set F1 against the task's reference (invalid plans score 0).",
                 )
             )
+        parts.append(_metrics_section(groups, summaries, multi))
         parts.append("<h2>Cost and latency</h2>")
         names = [f"{s} · {m}" if multi else s for m, s, _ in groups]
         seconds = [[float(r["stats"].get("seconds", 0.0)) for r in rows] for _, _, rows in groups]
@@ -233,6 +235,78 @@ def render_html(report: dict[str, Any]) -> str:
         parts.append(_levels(groups, multi))
         parts.append(_failures(groups, multi))
     parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def _metrics_section(
+    groups: list[tuple[str, str, list[dict[str, Any]]]],
+    summaries: dict[tuple[str, str], dict[str, Any]],
+    multi: bool,
+) -> str:
+    """The benchmark's own metrics (data domains): overall, as bars, and per group."""
+    name = next((v["metrics"] for v in summaries.values() if v.get("metrics") in SCORERS), None)
+    if name is None:
+        return ""
+    scorer = SCORERS[name]
+    keys = [(m, s) for m, s, _ in groups if summaries[(m, s)].get("metrics") == name]
+    labels = {k: f"{k[1]} · {k[0]}" if multi else k[1] for k in keys}
+    parts = [f"<h2>Benchmark metrics: {_e(name)}</h2>"]
+    headers = ["strategy", "scored", *(label for _, label in scorer.columns)]
+    rows = [
+        [
+            _e(labels[k]),
+            _e(summaries[k].get("scored", 0)),
+            *(_e(rep.fmt_value(key, summaries[k].get(key))) for key, _ in scorer.columns),
+        ]
+        for k in keys
+    ]
+    parts.append(_table(headers, rows, cls="metrics"))
+    values: dict[tuple[str, str], float | None] = {
+        (labels[k], label): 100 * float(summaries[k].get(key) or 0.0)
+        for k in keys
+        for key, label in scorer.columns
+    }
+    chart = _bars(
+        f"{name} metrics",
+        [label for _, label in scorer.columns],
+        [labels[k] for k in keys],
+        values,
+        "%",
+        top=105,
+    )
+    parts.append(
+        _figure_html(chart, "Each metric per strategy, as the benchmark's evaluator defines it.")
+    )
+    for group in scorer.groups:
+        names = list(
+            dict.fromkeys(g for k in keys for g in (summaries[k].get(f"by_{group}") or {}))
+        )
+        if not names:
+            continue
+        table_rows = []
+        final: dict[tuple[str, str], float | None] = {}
+        last_key, last_label = scorer.columns[-1]
+        for g in names:
+            for k in keys:
+                cell = (summaries[k].get(f"by_{group}") or {}).get(g)
+                if cell is None:
+                    continue
+                final[(labels[k], g)] = 100 * float(cell.get(last_key) or 0.0)
+                table_rows.append(
+                    [
+                        _e(g),
+                        _e(labels[k]),
+                        _e(cell.get("tasks", 0)),
+                        *(_e(rep.fmt_value(key, cell.get(key))) for key, _ in scorer.columns),
+                    ]
+                )
+        parts.append(f"<h3>By {_e(group)}</h3>")
+        headers = [_e(group), "strategy", "tasks", *(label for _, label in scorer.columns)]
+        parts.append(_table(headers, table_rows, text_columns=2, cls=f"by-{_e(group)}"))
+        chart = _bars(
+            f"{last_label} by {group}", names, [labels[k] for k in keys], final, "%", top=105
+        )
+        parts.append(_figure_html(chart, f"{last_label} per {group}, per strategy."))
     return "".join(parts)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from fllm_cli.bench.limiter import Limiter
 from fllm_cli.bench.runner import ModelPool, OnResult, Pair, RunState, make_pool
-from fllm_cli.bench.strategies import BenchConfig, Outcome, run_pair
+from fllm_cli.bench.strategies import BenchConfig, Outcome, run_pair, score_row
 from fllm_cli.bench.tasks import BenchTask
 from fllm_cli.errors import UsageError
 from fllm_cli.llm.registry import ModelOptions
@@ -312,5 +312,7 @@ def _failed(config: BenchConfig, task: BenchTask, index: int, strategy: str, why
         error=f"its worker died {MAX_ATTEMPTS} times ({why})",
         error_kind="backend",
     )
+    outcome.result.pop("reply", None)
+    score_row(config, task, outcome.result)  # scored as what it is: no plan
     outcome.trace = []
     return outcome

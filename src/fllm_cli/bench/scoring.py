@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fllm_cli.bench.metrics import SCORERS
 from fllm_cli.bench.tasks import reference_tools
 
 STAT_KEYS = (
@@ -80,12 +81,19 @@ def summarize_one(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "p95_seconds": round(percentile(seconds, 95), 4),
         "total_seconds": round(sum(seconds), 3),
     }
-    scored = [r["scores"] for r in rows if r.get("scores")]
+    scores = [r["scores"] for r in rows if r.get("scores")]
+    scored = [s for s in scores if "f1" in s]
     out["with_reference"] = len(scored)
     if scored:
         for key in ("precision", "recall", "f1"):
             out[key] = round(sum(s[key] for s in scored) / len(scored), 4)
         out["exact_rate"] = round(sum(1 for s in scored if s["exact"]) / len(scored), 4)
+    # A benchmark's own metrics (data domains): aggregated by the scorer that gave them.
+    for name, scorer in SCORERS.items():
+        mine = [s for s in scores if s.get("metrics") == name]
+        if mine:
+            out["metrics"] = name
+            out.update(scorer.summarize(mine))
     return out
 
 

@@ -1,4 +1,9 @@
-"""Run one task with one strategy: ``formal`` (automaton-guided) or a free-text baseline."""
+"""Run one task with one strategy: ``formal`` (automaton-guided) or a free-text baseline.
+
+Domains whose kind takes data (TravelPlanner) run through :mod:`.databench` instead, with the
+strategies of :data:`~fllm_cli.bench.databench.DATA_STRATEGIES`; their plans are scored by the
+benchmark's metrics when the domain's plans are that benchmark's (:mod:`.metrics`).
+"""
 
 from __future__ import annotations
 
@@ -7,17 +12,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fllm_cli import api
+from fllm_cli.bench.databench import TaskDataError, run_data
+from fllm_cli.bench.metrics import SCORERS
 from fllm_cli.bench.parse import ParseError, parse_plan
 from fllm_cli.bench.scoring import plan_tools, score
 from fllm_cli.bench.tasks import BenchTask, reference_tools
 from fllm_cli.domain.model import Domain
 from fllm_cli.errors import BackendError, FllmError
+from fllm_cli.kinds import kind_of
 from fllm_cli.llm.base import GenerateRequest, Model
 from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.search.planner import Budgets
 
-STRATEGIES = ("formal", "zero-shot", "few-shot")
+STRATEGIES = ("formal", "zero-shot", "few-shot", "formal-given", "gold")
+TOOL_STRATEGIES = ("formal", "zero-shot", "few-shot")
 TEMPLATES = {"zero-shot": "bench/zero_shot.j2", "few-shot": "bench/few_shot.j2"}
 STOP = ("\nProblem:",)
 
@@ -33,10 +42,16 @@ class BenchConfig:
     budgets: Budgets = field(default_factory=Budgets)
     max_tokens: int = 512
     seed_base: int | None = None
+    scorer: str | None = None  # the benchmark metrics of a data domain (metrics.SCORERS)
 
     def seed(self, index: int) -> int | None:
         """Return the seed of task ``index``'s model (random chooser), else None."""
         return None if self.seed_base is None else self.seed_base + index
+
+    @property
+    def takes_data(self) -> bool:
+        """Whether the domain's tasks bring their own data (a data-bound domain)."""
+        return kind_of(self.domain).takes_data
 
 
 class _TaskError(FllmError):
@@ -61,23 +76,41 @@ def run_pair(
     row.update(model=config.model_name, seed=config.seed(index), level=task.group())
     trace: list[dict[str, Any]] = []
     try:
-        problem = _problem(config.domain, task)
-        if strategy == "formal":
-            trace = _formal(config, problem, meter, row)
+        if config.takes_data:
+            trace = run_data(
+                config.domain, task, strategy, meter, row, config.budgets, config.model_name
+            )
         else:
-            _baseline(config, problem, task, strategy, meter, row)
+            problem = _problem(config.domain, task)
+            if strategy == "formal":
+                trace = _formal(config, problem, meter, row)
+            else:
+                _baseline(config, problem, task, strategy, meter, row)
     except BackendError as exc:
         _fail(row, "backend", exc.one_line())
-    except _TaskError as exc:
+    except (_TaskError, TaskDataError) as exc:
         _fail(row, "task", exc.one_line())
     except FllmError as exc:
         _fail(row, "plan", exc.one_line())
     except Exception as exc:  # a bug must not cost the rest of a long run
         _fail(row, "internal", f"internal error: {type(exc).__name__}: {exc}")
     row["stats"] = _stats(row.get("stats"), meter, time.perf_counter() - start)
-    if task.reference is not None:
-        row["scores"] = score(plan_tools(row["plan"]), task.reference, row["valid"])
+    score_row(config, task, row)
     return Outcome(row, trace)
+
+
+def score_row(config: BenchConfig, task: BenchTask, row: dict[str, Any]) -> None:
+    """Set the row's scores: the benchmark's metrics, or tool-set scores against a reference."""
+    if config.scorer is not None and task.scored:
+        scorer = SCORERS[config.scorer]
+        plan = row["plan"].get("plan") if isinstance(row.get("plan"), dict) else None
+        try:
+            row["scores"] = scorer.score(task.fields, task.data, plan)
+        except Exception as exc:  # an evaluator bug: count the plan as not delivered, say why
+            row["scores"] = scorer.score(task.fields, task.data, None)
+            row["scores"]["error"] = f"scoring failed: {type(exc).__name__}: {exc}"
+    elif task.reference is not None:
+        row["scores"] = score(plan_tools(row["plan"]), task.reference, row["valid"])
 
 
 def _row(task: BenchTask, index: int, strategy: str) -> dict[str, Any]:

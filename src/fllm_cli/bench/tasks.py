@@ -7,6 +7,15 @@ One object per line::
 
 ``level`` (optional) groups tasks in the HTML report; without it, tasks group by interface.
 
+For a data-bound domain (its kind takes data) a line is a request with its data instead::
+
+    {"idx": 3, "query": "Plan a 3-day trip from ...", "level": "easy", "data": {...}, ...}
+
+``query`` may stand for ``task`` and ``idx`` for ``id``; ``data`` (the task's data, a JSON
+object) may instead come from ``fllm bench --data FILE.jsonl`` (see :mod:`.datatasks`);
+``request`` gives the request's values; every other field is kept for the scorer (TravelPlanner's
+structured fields, say).
+
 ``reference`` (alias ``tools``) is a list of tool names in execution order, or a plan word
 (``input:...`` items mark a word). When ``inputs``/``output`` are missing, they are read from
 the task text ("Given <modalities>, how to <... modality>") and, for the output, from the
@@ -16,7 +25,7 @@ reference's last tool; a line where that fails is reported like any other bad li
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fllm_cli.domain.model import Domain
@@ -37,6 +46,13 @@ class BenchTask:
     vars: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     line: int = 0
     level: str | None = None
+    # Data-bound tasks: the task's data, its gold plan, the request's values (when known), the
+    # line's other fields, and whether the run's benchmark metrics score it.
+    data: Any = field(default=None, compare=False, hash=False, repr=False)
+    gold: Any = field(default=None, compare=False, hash=False, repr=False)
+    request: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    fields: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    scored: bool = False
 
     def group(self) -> str:
         """Return the task's level for reports: its ``level``, else its interface."""
@@ -94,12 +110,13 @@ def parse_task(raw: str, number: int, domain: Domain) -> BenchTask:
         raise ValueError(message + (f" at column {column}" if column else "")) from None
     if not isinstance(obj, dict):
         raise ValueError("expected a JSON object")
-    text = obj.get("task")
+    takes_data = kind_of(domain).takes_data
+    text = obj.get("task", obj.get("query") if takes_data else None)
     if not isinstance(text, str) or not text.strip():
         raise ValueError("missing 'task' (a non-empty string)")
-    reference = _reference(obj)
+    reference = None if takes_data else _reference(obj)
     inputs, output = _interface(obj, text, reference, domain)
-    raw_id = obj.get("id", number)
+    raw_id = obj.get("id", obj.get("idx", number) if takes_data else number)
     if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
         raise ValueError("'id' must be a string or an integer")
     variables = obj.get("vars", {})
@@ -108,7 +125,7 @@ def parse_task(raw: str, number: int, domain: Domain) -> BenchTask:
     level = obj.get("level")
     if level is not None and (not isinstance(level, (str, int)) or isinstance(level, bool)):
         raise ValueError("'level' must be a string or an integer")
-    return BenchTask(
+    task = BenchTask(
         raw_id,
         text.strip(),
         inputs,
@@ -118,6 +135,22 @@ def parse_task(raw: str, number: int, domain: Domain) -> BenchTask:
         number,
         None if level is None else str(level),
     )
+    return _with_data_fields(task, obj) if takes_data else task
+
+
+def _with_data_fields(task: BenchTask, obj: dict[str, Any]) -> BenchTask:
+    """Add what a data-bound task line carries: inline data and gold plan, request, fields."""
+    data = obj.get("data")
+    if data is not None and not isinstance(data, dict):
+        raise ValueError("'data' must be a JSON object (the task's data)")
+    request = obj.get("request")
+    if request is not None and not isinstance(request, dict):
+        raise ValueError("'request' must be a JSON object of request fields")
+    gold = obj.get("gold")
+    if gold is not None and not isinstance(gold, list):
+        raise ValueError("'gold' must be a plan: a JSON list of day objects")
+    fields = {k: v for k, v in obj.items() if k not in ("data", "gold")}
+    return replace(task, data=data, gold=gold, request=request, fields=fields)
 
 
 def _reference(obj: dict[str, Any]) -> tuple[str, ...] | None:

@@ -11,6 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 from rich.text import Text
 
 from fllm_cli.bench import report as rep
@@ -46,10 +47,29 @@ FORMATS = ("rich", "markdown", "json", "html")
 def bench(
     spec: str = typer.Argument(..., help="Domain spec, e.g. domains/openagi.yaml."),
     tasks_file: str = typer.Argument(
-        ..., help="Tasks, JSON Lines: task, inputs, output, id, reference, vars."
+        ...,
+        help="Tasks, JSON Lines: task, inputs, output, id, reference, vars (data domains: "
+        "task or query, id or idx, level, data, request, the benchmark's fields).",
     ),
     strategy: str = typer.Option(
-        "formal", "--strategy", "-s", help="Comma-separated: formal, zero-shot, few-shot."
+        "formal",
+        "--strategy",
+        "-s",
+        help="Comma-separated: formal, zero-shot, few-shot; for data domains formal, "
+        "formal-given, zero-shot, gold.",
+    ),
+    data: str | None = typer.Option(
+        None,
+        "--data",
+        metavar="FILE.jsonl",
+        help="Data domains: each task's data, one JSON object a line, matched by idx (else by "
+        "line).",
+    ),
+    gold: str | None = typer.Option(
+        None,
+        "--gold",
+        metavar="FILE.jsonl",
+        help='Data domains: gold plans ({"idx", "plan"} lines) for the gold strategy.',
     ),
     model: ModelOpt = None,
     examples: str | None = typer.Option(
@@ -114,8 +134,10 @@ def bench(
 ) -> None:
     """Benchmark formal (automaton-guided) planning against zero- and few-shot free-text plans.
 
-    Every plan is checked with the same verifier as `fllm verify`. Ctrl-C or --max-cost keep
-    what is done: the report is written with "partial": true, and --resume continues it.
+    Every plan is checked with the same verifier as `fllm verify`. Data domains (TravelPlanner)
+    take each task's data with --data and report the benchmark's own metrics (docs/bench.md).
+    Ctrl-C or --max-cost keep what is done: the report is written with "partial": true, and
+    --resume continues it.
     --executor ray runs the units on a Ray cluster (docs/scale.md); --results FILE.jsonl keeps
     every finished unit as it finishes, for --resume and `fllm report`.
     """
@@ -136,6 +158,8 @@ def bench(
         spec=spec,
         tasks_file=tasks_file,
         strategies=parse_strategies(strategy),
+        data_file=data,
+        gold_file=gold,
         model=model,
         model_options=model_options(api_base, temperature, timeout, retries, no_cache, max_cost),
         examples_file=examples,
@@ -251,6 +275,18 @@ def _emit(run: BenchRun, fmt: str, console: Console | None = None) -> None:
             out.print(views.bench_blocks(run.report))
         else:
             out.print(table)
+        for title, cols, rows in rep.breakdowns(run.report):
+            out.print(_group_table(title, cols, rows))
+
+
+def _group_table(title: str, cols: list[tuple[str, str]], rows: list[list[str]]) -> Table:
+    """Return one breakdown of the benchmark metrics (by level, by trip length) as a table."""
+    table = Table(title=title)
+    for index, (_key, label) in enumerate(cols):
+        table.add_column(label, justify="left" if index < 2 else "right", no_wrap=True)
+    for cells in rows:
+        table.add_row(*(Text(c) for c in cells))
+    return table
 
 
 def _finish_note(run: BenchRun, out_path: str | None, quiet: bool, results: str | None) -> None:
