@@ -372,6 +372,10 @@ def read_plan(text: str) -> tuple[list[str], dict | None]:
     word = [i for i in items if i]
     if len(word) == 1 and word[0] in EPSILON:
         return [], None
+    if not word:
+        # docs/spec.md: the empty plan is written "ε"; a file with no steps is refused as
+        # empty (so a truncated file is never taken for the empty plan).
+        raise Unsupported("a text plan with no steps is not a plan")
     return word, None
 
 

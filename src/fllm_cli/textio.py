@@ -11,6 +11,8 @@ from fllm_cli.errors import UsageError
 
 def read_text(path: str | Path, what: str = "file") -> str:
     """Return the UTF-8 text of ``path``; a missing, unreadable or binary file is a UsageError."""
+    if "\0" in str(path):  # a file name read from a file may hold one; the OS cannot open it
+        raise UsageError(f"no such {what}: {str(path)!r} (the name holds a NUL character)")
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from fllm_cli.automaton.pda import PDA, Config
 from fllm_cli.diagnostics import did_you_mean
 from fllm_cli.grammar.cfg import Grammar
-from fllm_cli.plan.model import Derivation
+from fllm_cli.plan.model import Derivation, TreeNode
 
 # Configurations a plain run may visit before a span table guides it (pathological grammars).
 SCAN_BUDGET = 5_000
@@ -265,3 +265,41 @@ def _slot_text(g: Grammar, configs: list[Config], item: object) -> str:
     prod = g.productions[nodes[parent].production]
     head = prod.rhs[0] if prod.rhs and g.is_terminal(prod.rhs[0]) else prod.lhs
     return f"the input {phrase} of '{head}'" if slot else f"a {phrase} for '{head}'"
+
+
+# Words up to this length are also re-parsed from scratch after planning; a longer one is
+# checked through its derivation tree alone (linear), since the span table grows as n³.
+REPARSE_UP_TO = 64
+
+
+def check_derivation(derivation: Derivation) -> str | None:
+    """Check a derivation tree against its grammar in linear time; return what is wrong, or None.
+
+    A tree whose every node applies a production of the grammar, rooted at the start symbol,
+    whose leaves spell the word, and a word within the use limits, proves the word is a plan.
+    """
+    g, root = derivation.grammar, derivation.root
+    if root is None or root.lhs != g.start:
+        return "the derivation does not start at the start symbol"
+    leaves: list[str] = []
+    todo: list[TreeNode | str] = [root]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            leaves.append(item)
+            continue
+        rhs = g.productions[item.production].rhs
+        if g.productions[item.production].lhs != item.lhs or len(rhs) != len(item.children):
+            return f"node {item.id} does not apply its production"
+        for symbol, child in zip(rhs, item.children):
+            if g.is_terminal(symbol):
+                if child != symbol:
+                    return f"node {item.id} reads '{child}' where '{symbol}' is due"
+            elif not isinstance(child, TreeNode) or child.lhs != symbol:
+                return f"node {item.id} leaves '{symbol}' underived"
+        todo.extend(reversed(item.children))
+    if leaves != derivation.word:
+        return "the tree's leaves are not the plan's steps"
+    if not g.use_limits.fits(derivation.word):
+        return "the plan breaks a use limit"
+    return None

@@ -145,3 +145,15 @@ def test_inline_templates_fail_as_the_template_s_fault(source: str, needle: str)
     with pytest.raises(FllmError, match=needle) as info:
         render_string(source, {}, what="the greeting")
     assert str(info.value.message).startswith("the greeting: ")
+
+
+def test_plan_analyses_stop_at_their_time_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fllm_cli import api
+    from fllm_cli.kinds import tools
+
+    domain = api.load_domain("domains/openagi.yaml")
+    monkeypatch.setattr(tools, "ANALYSIS_SECONDS", -1.0)  # already past the bound
+    (only,) = tools.tool_plan_analyses(domain)
+    assert only.severity == "warning" and "plan analyses stopped after" in only.message
+    monkeypatch.setattr(tools, "ANALYSIS_SECONDS", 60.0)
+    assert tools.tool_plan_analyses(domain) == []  # a sound domain: nothing to say

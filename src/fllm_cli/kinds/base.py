@@ -102,6 +102,12 @@ class Compiled(ABC):
     def no_plan(self) -> tuple[str, str | None]:
         """Return (message, hint) for a task that no plan can satisfy."""
 
+    def check_planned(self, word: list[str], derivation: Any) -> str | None:
+        """Check a plan the search produced, independently of the search; return what is
+        wrong, or None."""
+        verdict = self.verify(word)
+        return None if verdict.valid else verdict.reason
+
     def check_solvable(self) -> None:
         """Refuse a task with no valid plan before any model call, saying why."""
         if self.lookahead.word_exists():
@@ -166,9 +172,9 @@ class Compiled(ABC):
             final = planner.run()
         doc, derivation = self.document(final, model.name, stats.as_dict())
         doc["search"] = used
-        verdict = self.verify(doc["word"])
-        if not verdict.valid:  # a bug, never a user's problem: refuse to present it as valid
-            raise NoPlanError(f"internal error: planned word failed verification: {verdict.reason}")
+        wrong = self.check_planned(doc["word"], derivation)
+        if wrong is not None:  # a bug, never a user's problem: refuse to present it as valid
+            raise NoPlanError(f"internal error: planned word failed verification: {wrong}")
         return PlanResult(doc, derivation, stats, trace)
 
 

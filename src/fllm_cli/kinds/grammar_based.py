@@ -12,7 +12,7 @@ from fllm_cli.kinds.base import Compiled
 from fllm_cli.plan.document import build_document, step_lines
 from fllm_cli.plan.model import Derivation
 from fllm_cli.search.prompting import Prompter
-from fllm_cli.verify import Verdict, verify_word
+from fllm_cli.verify import REPARSE_UP_TO, Verdict, check_derivation, verify_word
 
 
 class GrammarCompiled(Compiled):
@@ -37,6 +37,14 @@ class GrammarCompiled(Compiled):
     def verify(self, word: list[str]) -> Verdict:
         """Run the word on the PDA; a valid word comes back with its derivation tree."""
         return verify_word(self.pda, word)
+
+    def check_planned(self, word: list[str], derivation: Any) -> str | None:
+        """Check the derivation tree (linear); re-parse the word too when it is short."""
+        wrong = check_derivation(derivation)
+        if wrong is None and len(word) <= REPARSE_UP_TO:
+            verdict = self.verify(word)
+            wrong = None if verdict.valid else verdict.reason
+        return wrong
 
     def document(
         self, final: Config, model: str, stats: dict[str, Any] | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from fllm_cli.automaton.lookahead import GrammarLookahead
 from fllm_cli.automaton.pda import PDA, pda_from_grammar
 from fllm_cli.diagnostics import Diagnostic, Location
@@ -71,6 +73,20 @@ class ToolKind(Kind):
         return pda_from_grammar(tool_grammar(domain, default_task(domain)))
 
 
+# Wall-clock bound of validate's plan analyses: on a large or tangled domain they stop, say so,
+# and give no verdict on what they did not reach (each search also has a node budget).
+ANALYSIS_SECONDS = 3.0
+
+
+def _stopped(where: Location) -> Diagnostic:
+    return Diagnostic(
+        "warning",
+        f"plan analyses stopped after {ANALYSIS_SECONDS:g} s (a large domain): outputs and tools "
+        "not reached were not checked for plans",
+        where,
+    )
+
+
 def tool_plan_analyses(domain: Domain) -> list[Diagnostic]:
     """Under the task interface: which outputs have plans, which tools can ever be used."""
     iface = domain.task
@@ -81,7 +97,10 @@ def tool_plan_analyses(domain: Domain) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     usable: set[str] = set()
     any_plan = False
+    deadline = time.monotonic() + ANALYSIS_SECONDS
     for output in outs:
+        if time.monotonic() > deadline:
+            return [*out, _stopped(where)]
         task = Task("", tuple((m, m) for m in ins), output)
         # A smaller budget keeps validate quick; an exhausted search only suppresses a warning.
         look = GrammarLookahead(pda_from_grammar(tool_grammar(domain, task)), node_budget=20_000)
@@ -97,6 +116,8 @@ def tool_plan_analyses(domain: Domain) -> list[Diagnostic]:
             continue
         any_plan = True
         for tool in domain.tools:
+            if time.monotonic() > deadline:
+                return [*out, _stopped(where)]
             if tool.name not in usable and (
                 look.word_exists(frozenset({tool.name})) or look.exhausted_last
             ):
