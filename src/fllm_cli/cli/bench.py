@@ -25,6 +25,7 @@ from fllm_cli.cli.options import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     ApiBaseOpt,
+    ChoiceModeOpt,
     MaxCostOpt,
     ModelOpt,
     NoCacheOpt,
@@ -125,6 +126,7 @@ def bench(
     timeout: TimeoutOpt = DEFAULT_TIMEOUT,
     retries: RetriesOpt = DEFAULT_RETRIES,
     no_cache: NoCacheOpt = False,
+    choice_mode: ChoiceModeOpt = None,
     max_llm_calls: int | None = typer.Option(
         None, "--max-llm-calls", min=0, help="Model calls per plan."
     ),
@@ -161,7 +163,9 @@ def bench(
         data_file=data,
         gold_file=gold,
         model=model,
-        model_options=model_options(api_base, temperature, timeout, retries, no_cache, max_cost),
+        model_options=model_options(
+            api_base, temperature, timeout, retries, no_cache, max_cost, choice_mode
+        ),
         examples_file=examples,
         shots=shots,
         limit=limit,
