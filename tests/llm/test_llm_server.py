@@ -135,6 +135,8 @@ def test_fllm_plan_through_the_real_server(server: str, tmp_path: Path) -> None:
         "plan",
         spec,
         "Given noisy grayscale image, how to return the caption in German step by step?",
+        "--search",
+        "greedy",  # the model is asked at every choice point
         "--input",
         "image",
         "--output",
