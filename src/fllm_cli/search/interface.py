@@ -19,7 +19,7 @@ from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Model
 from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.search.beam import BeamSearch
-from fllm_cli.search.relevance import mentions, score, vocabulary, words
+from fllm_cli.search.relevance import Relevance, mentions, score, vocabulary, words
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
 INTERFACE_WIDTH = 8  # beam width when comparing interfaces (only the best score is needed)
@@ -100,11 +100,17 @@ def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
 
 
 def rank_interfaces(
-    domain: Domain, text: str, options: list[tuple[tuple[str, ...], list[str]]]
+    domain: Domain,
+    text: str,
+    options: list[tuple[tuple[str, ...], list[str]]],
+    relevance: Relevance | None = None,
 ) -> list[tuple[float, tuple[str, ...], str]]:
-    """Score every feasible (inputs, output) by its best plan's evidence and the types named."""
+    """Score every feasible (inputs, output) by its best plan's evidence and the types named.
+
+    ``relevance`` is the task's scores of the tools, when the caller has them already.
+    """
     vocab = tool_vocabulary(domain)
-    relevance = score(vocab, text)
+    relevance = relevance or score(vocab, text)
     named = mentions(text, modality_forms(domain))
     ranked = []
     for combo, outs in options:
@@ -134,8 +140,9 @@ def infer_interface(
     options = feasible_interfaces(domain)
     if not options:
         raise NoPlanError(f"no task of '{domain.name}' has a valid plan")
-    if search == "beam" and not score(tool_vocabulary(domain), text).silent:
-        return _by_evidence(domain, text, model, trace, options)
+    relevance = score(tool_vocabulary(domain), text) if search == "beam" else None
+    if relevance is not None and not relevance.silent:
+        return _by_evidence(domain, text, model, trace, options, relevance)
     return _by_questions(domain, text, model, trace, options)
 
 
@@ -155,8 +162,9 @@ def _by_evidence(
     model: Model,
     trace: list[dict[str, Any]],
     options: list[tuple[tuple[str, ...], list[str]]],
+    relevance: Relevance,
 ) -> tuple[list[str], str, list[ChoiceResult]]:
-    ranked = rank_interfaces(domain, text, options)
+    ranked = rank_interfaces(domain, text, options, relevance)
     top = ranked[0][0]
     tied = [r for r in ranked if abs(r[0] - top) < 1e-9]
     if len(tied) == 1:
