@@ -361,7 +361,11 @@ README_GOALS = {"cold": 5.0, "warm": 1.5}
 def bench_readme_command(runs: int) -> dict[str, Any]:
     """The README's first `fllm plan` command (embedded model), cold and warm, as a user runs it.
 
-    Cold: a fresh cache folder each run; warm: the same folder again (cached replies).
+    Cold: a fresh fllm cache folder and no compiled bytecode (a bytecode folder of its own,
+    empty, so every module of fllm and its dependencies is compiled from source, as on the first
+    run after an install); warm: the same two folders again, as every later run. Python writes
+    bytecode here even when the calling environment says not to (PYTHONDONTWRITEBYTECODE), since
+    a user's runs do.
     """
     out: dict[str, Any] = {}
     cmd = [sys.executable, "-m", "fllm_cli", "plan", str(ROOT / "domains" / "openagi.yaml")]
@@ -369,8 +373,9 @@ def bench_readme_command(runs: int) -> dict[str, Any]:
     cold, warm, tools = [], [], None
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as home:
-            env = {**os.environ, "FLLM_HOME": home}
+            env = {**os.environ, "FLLM_HOME": home, "PYTHONPYCACHEPREFIX": f"{home}/pycache"}
             env.pop("FLLM_MODEL", None)
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
             for samples in (cold, warm):
                 start = time.perf_counter()
                 done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)

@@ -78,7 +78,18 @@ LAZY = (
     "?rich._emoji_codes",
     "?encodings.unicode_escape",
 )
-PRELOAD = STARTUP + LAZY
+# `fllm_cli.cli.app` imports only the module of the command a run names (build_app); the zygote
+# imports them all once, so a case does not pay for its command's imports. They read no
+# environment variable at import time.
+COMMANDS = (
+    "fllm_cli.cli.plan",
+    "fllm_cli.cli.core",
+    "fllm_cli.cli.bench",
+    "fllm_cli.cli.report",
+    "fllm_cli.cli.agent",
+    "fllm_cli.cli.solve",
+)
+PRELOAD = STARTUP + LAZY + COMMANDS
 # After a timeout the group is killed; output still in flight is read for at most this long
 # (Popen.communicate would wait forever for a process outside the group holding a pipe).
 DRAIN_AFTER_KILL = 10.0

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fllm_cli.automaton.pda import PDA
 from fllm_cli.diagnostics import Diagnostic
@@ -28,13 +28,38 @@ from fllm_cli.errors import PlanFileError, SpecError, UsageError
 from fllm_cli.kinds import Compiled, PlanJob, PlanResult, check_domain, kind_of
 from fllm_cli.llm.base import Model
 from fllm_cli.llm.registry import ModelOptions, make_model
-from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
 from fllm_cli.search.planner import Budgets, Event
-from fllm_cli.solve.pipeline import Settings as SolveSettings
-from fllm_cli.solve.pipeline import solve
-from fllm_cli.solve.problem import load_problem
 from fllm_cli.textio import load_json
 from fllm_cli.verify import Verdict
+
+if TYPE_CHECKING:
+    from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
+    from fllm_cli.solve.pipeline import Settings as SolveSettings
+    from fllm_cli.solve.pipeline import solve
+    from fllm_cli.solve.problem import load_problem
+
+# The agent and solver re-exports are imported on first use: `fllm plan` does not need them, and
+# they cost start-up time.
+_LAZY = {
+    "AgentOptions": ("fllm_cli.ltl.api", "AgentOptions"),
+    "load_agent": ("fllm_cli.ltl.api", "load_agent"),
+    "run_agent": ("fllm_cli.ltl.api", "run_agent"),
+    "SolveSettings": ("fllm_cli.solve.pipeline", "Settings"),
+    "solve": ("fllm_cli.solve.pipeline", "solve"),
+    "load_problem": ("fllm_cli.solve.problem", "load_problem"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AgentOptions",

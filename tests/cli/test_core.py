@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from fllm_cli.cli.app import app
+from fllm_cli.cli.app import build_app
 from tests.conftest import BROKEN, RENDERINGS, SPECS, InProc, run_fllm
 
 OPENAGI = "domains/openagi.yaml"
@@ -272,7 +272,7 @@ def test_module_help() -> None:
 
 
 def subcommands() -> list[str]:
-    group = typer.main.get_command(app)
+    group = typer.main.get_command(build_app())
     return sorted(group.commands)  # type: ignore[attr-defined]
 
 

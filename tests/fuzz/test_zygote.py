@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import tempfile
 import time
@@ -138,7 +139,15 @@ def test_fllm_case_same_outcome(pairs, name: str) -> None:
     expected = CASES[name][1]
     assert (fresh.outcome, fresh.code) == expected, fresh.stderr[-500:]
     assert (fork.outcome, fork.code) == expected, fork.stderr[-500:]
-    assert (fresh.stdout, fresh.stderr, fresh.detail) == (fork.stdout, fork.stderr, fork.detail)
+    # Where memory runs out depends on the order modules were imported (the zygote imports every
+    # command's module up front), so a MemoryError's "at FILE:LINE" may differ; nothing else.
+    assert fresh.stdout == fork.stdout
+    assert _unplaced(fresh.stderr) == _unplaced(fork.stderr)
+    assert _unplaced(fresh.detail) == _unplaced(fork.detail)
+
+
+def _unplaced(stderr: str) -> str:
+    return re.sub(r"(MemoryError: .*?) at [^:]+:\d+ \(", r"\1 (", stderr)
 
 
 def test_timeout_kills_the_process_group(server) -> None:

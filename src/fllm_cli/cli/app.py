@@ -15,28 +15,39 @@ from fllm_cli import __version__
 from fllm_cli.cli.common import report_error, report_usage, stderr_console
 from fllm_cli.errors import FllmError
 
-app = typer.Typer(
-    name="fllm",
-    help=(
-        "Controllable LLM planning: state the rules a plan must follow as a grammar or automaton, "
-        "and fllm makes a model plan inside them, so every plan it returns is valid."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
 
-# Each module defines ``register(app)``; modules are listed in the order commands appear.
-COMMAND_MODULES = (
-    "fllm_cli.cli.plan",
-    "fllm_cli.cli.core",
-    "fllm_cli.cli.bench",
-    "fllm_cli.cli.report",
-    "fllm_cli.cli.agent",
-    "fllm_cli.cli.solve",
-)
+def _new_app() -> typer.Typer:
+    app = typer.Typer(
+        name="fllm",
+        help=(
+            "Controllable LLM planning: state the rules a plan must follow as a grammar or "
+            "automaton, and fllm makes a model plan inside them, so every plan it returns is valid."
+        ),
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode="rich",
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.callback()(_root)
+    return app
+
+
+# Each command module defines ``register(app)``. The table says which module registers which
+# command, in the order commands appear in --help.
+COMMANDS = {
+    "plan": "fllm_cli.cli.plan",
+    "validate": "fllm_cli.cli.core",
+    "render-pda": "fllm_cli.cli.core",
+    "verify": "fllm_cli.cli.core",
+    "bench": "fllm_cli.cli.bench",
+    "report": "fllm_cli.cli.report",
+    "agent": "fllm_cli.cli.agent",
+    "check-trace": "fllm_cli.cli.agent",
+    "solve": "fllm_cli.cli.solve",
+    "solve-bench": "fllm_cli.cli.solve",
+}
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
 def _version(value: bool) -> None:
@@ -45,7 +56,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
@@ -54,9 +64,22 @@ def _root(
     """Controllable LLM planning."""
 
 
-for _name in COMMAND_MODULES:
-    if importlib.util.find_spec(_name) is not None:
-        importlib.import_module(_name).register(app)
+def build_app(argv: list[str] | None = None) -> typer.Typer:
+    """Return the CLI with the commands ``argv`` needs.
+
+    When the first word of ``argv`` names a command, only the module of that command is
+    imported: `fllm plan` does not pay at start-up for the agent runtime, the solver pipeline or
+    the benchmark code. Anything else (``--help``, a misspelt command, no ``argv``) gets every
+    command, so help and "did you mean" see them all.
+    """
+    words = [a for a in argv or [] if not a.startswith("-")]
+    first = words[0] if words else None
+    wanted = (COMMANDS[first],) if first in COMMANDS else COMMAND_MODULES
+    app = _new_app()
+    for name in wanted:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name).register(app)
+    return app
 
 
 def _family(exc: BaseException) -> set[str]:
@@ -143,8 +166,9 @@ def _click_outcome(exc: BaseException, argv: list[str]) -> int | None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; every error becomes a one-line message and an exit code."""
+    args = sys.argv[1:] if argv is None else argv
     try:
-        result = app(args=argv, standalone_mode=False, prog_name="fllm")
+        result = build_app(args)(args=args, standalone_mode=False, prog_name="fllm")
     except FllmError as error:
         sys.exit(report_error(error))
     except KeyboardInterrupt:
@@ -154,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
         _quiet_broken_pipe()
         sys.exit(0)
     except Exception as exc:
-        code = _click_outcome(exc, sys.argv[1:] if argv is None else argv)
+        code = _click_outcome(exc, args)
         sys.exit(code if code is not None else _internal(exc))
     sys.exit(result if isinstance(result, int) else 0)
 

@@ -7,15 +7,16 @@ renderables. Text that came from a model, a task or a data file is always wrappe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
 
 from fllm_cli.automaton import render as pda_render
 from fllm_cli.automaton.pda import PDA
-from fllm_cli.bench import report as rep
-from fllm_cli.ltl.runtime import Step
+
+if TYPE_CHECKING:
+    from fllm_cli.ltl.runtime import Step
 
 
 def _table(
@@ -44,6 +45,8 @@ def agent_table(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]
 
 def bench_table(report: dict[str, Any]) -> Table:
     """Return the per-strategy summary; figures are never cut (a narrow terminal wraps)."""
+    from fllm_cli.bench import report as rep  # only the bench views need it
+
     title, cols, rows = rep.summary_rows(report)
     table = Table(title=title)
     for index, (key, label) in enumerate(cols):
@@ -58,6 +61,8 @@ def bench_table(report: dict[str, Any]) -> Table:
 
 def bench_blocks(report: dict[str, Any]) -> Text:
     """Return the summary as one 'label: value' block per strategy, for narrow terminals."""
+    from fllm_cli.bench import report as rep  # only the bench views need it
+
     title, cols, rows = rep.summary_rows(report)
     text = Text(f"{title}\n", style="bold")
     for cells in rows:

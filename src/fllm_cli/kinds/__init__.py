@@ -6,28 +6,38 @@ package asks ``kind_of(domain)`` and never compares kind names.
 
 from __future__ import annotations
 
+import importlib
+
 from fllm_cli.diagnostics import Diagnostic
 from fllm_cli.domain.model import Domain
 from fllm_cli.errors import UsageError
-from fllm_cli.kinds.automaton import AutomatonKind
 from fllm_cli.kinds.base import Compiled, Kind, PlanJob, PlanResult
-from fllm_cli.kinds.data import DataKind
-from fllm_cli.kinds.grammar import GrammarKind
-from fllm_cli.kinds.tools import ToolKind
 
 __all__ = ["KINDS", "Compiled", "Kind", "PlanJob", "PlanResult", "check_domain", "kind_of"]
 
-KINDS: dict[str, Kind] = {
-    kind.name: kind for kind in (ToolKind(), GrammarKind(), AutomatonKind(), DataKind())
+# kind name -> "module:class"; a kind's module is imported the first time a domain of that kind
+# is read, so `fllm plan` on a tools domain does not pay for the data kind's solver at start-up.
+KINDS: dict[str, str] = {
+    "tools": "fllm_cli.kinds.tools:ToolKind",
+    "grammar": "fllm_cli.kinds.grammar:GrammarKind",
+    "automaton": "fllm_cli.kinds.automaton:AutomatonKind",
+    "data": "fllm_cli.kinds.data:DataKind",
 }
+_LOADED: dict[str, Kind] = {}
 
 
 def kind_of(domain: Domain) -> Kind:
     """Return the implementation of the domain's kind."""
-    try:
-        return KINDS[domain.kind]
-    except KeyError:
-        raise UsageError(f"unknown domain kind '{domain.kind}'") from None
+    loaded = _LOADED.get(domain.kind)
+    if loaded is not None:
+        return loaded
+    target = KINDS.get(domain.kind)
+    if target is None:
+        raise UsageError(f"unknown domain kind '{domain.kind}'")
+    module, _, name = target.partition(":")
+    kind: Kind = getattr(importlib.import_module(module), name)()
+    _LOADED[domain.kind] = kind
+    return kind
 
 
 def check_domain(domain: Domain) -> list[Diagnostic]:

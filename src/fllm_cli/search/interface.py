@@ -11,7 +11,7 @@ from itertools import combinations_with_replacement
 from typing import Any
 
 from fllm_cli.automaton.lookahead import GrammarLookahead
-from fllm_cli.automaton.pda import pda_from_grammar
+from fllm_cli.automaton.pda import PDA, pda_from_grammar
 from fllm_cli.domain.model import DEFAULT_TEMPLATES, Domain, Task
 from fllm_cli.errors import NoPlanError
 from fllm_cli.grammar.compile import parse_inputs, tool_grammar
@@ -48,8 +48,31 @@ def describe_inputs(modalities: tuple[str, ...], domain: Domain) -> str:
     return " and ".join(parts)
 
 
-def feasible_interfaces(domain: Domain) -> list[tuple[tuple[str, ...], list[str]]]:
-    """Return (input modalities, feasible outputs) for every allowed input combination."""
+# (input modalities, output) -> the task's automaton and its look-ahead; the task text plays no
+# part in either, so the check of which interfaces are feasible and their ranking share them.
+Compiled = dict[tuple[tuple[str, ...], str], tuple[PDA, GrammarLookahead]]
+
+
+def _compile(
+    domain: Domain, combo: tuple[str, ...], output: str, compiled: Compiled | None
+) -> tuple[PDA, GrammarLookahead]:
+    key = (combo, output)
+    if compiled is not None and key in compiled:
+        return compiled[key]
+    pda = pda_from_grammar(tool_grammar(domain, Task("", parse_inputs(list(combo)), output)))
+    pair = (pda, GrammarLookahead(pda))
+    if compiled is not None:
+        compiled[key] = pair
+    return pair
+
+
+def feasible_interfaces(
+    domain: Domain, compiled: Compiled | None = None
+) -> list[tuple[tuple[str, ...], list[str]]]:
+    """Return (input modalities, feasible outputs) for every allowed input combination.
+
+    ``compiled``, when given, keeps each automaton built on the way for :func:`rank_interfaces`.
+    """
     iface = domain.task
     names = tuple(m.name for m in domain.modalities)
     ins = iface.inputs if iface and iface.inputs else names
@@ -58,12 +81,7 @@ def feasible_interfaces(domain: Domain) -> list[tuple[tuple[str, ...], list[str]
     found = []
     for size in range(1, most + 1):
         for combo in combinations_with_replacement(ins, size):
-            pairs = parse_inputs(list(combo))
-            ok = []
-            for output in outs:
-                pda = pda_from_grammar(tool_grammar(domain, Task("", pairs, output)))
-                if GrammarLookahead(pda).word_exists():
-                    ok.append(output)
+            ok = [o for o in outs if _compile(domain, combo, o, compiled)[1].word_exists()]
             if ok:
                 found.append((combo, ok))
     return found
@@ -104,28 +122,41 @@ def rank_interfaces(
     text: str,
     options: list[tuple[tuple[str, ...], list[str]]],
     relevance: Relevance | None = None,
+    compiled: Compiled | None = None,
 ) -> list[tuple[float, tuple[str, ...], str]]:
-    """Score every feasible (inputs, output) by its best plan's evidence and the types named.
+    """Score feasible (inputs, output) pairs by their best plan's evidence and the types named.
 
-    ``relevance`` is the task's scores of the tools, when the caller has them already.
+    ``relevance`` is the task's scores of the tools, when the caller has them already. Pairs are
+    searched most promising first, and a pair that cannot reach the best score found so far
+    (its types' fit plus all the evidence the text holds) is left out: the first entry and every
+    entry tied with it are exact, which is what choosing an interface needs.
     """
     vocab = tool_vocabulary(domain)
     relevance = relevance or score(vocab, text)
     named = mentions(text, modality_forms(domain))
-    ranked = []
-    for combo, outs in options:
-        for output in outs:
-            pda = pda_from_grammar(
-                tool_grammar(domain, Task(text, parse_inputs(list(combo)), output))
-            )
-            search = BeamSearch(
-                pda, GrammarLookahead(pda), relevance, frozenset(vocab), width=INTERFACE_WIDTH
-            )
-            plans = search.candidates()
-            best = plans[0][0] if plans else float("-inf")
-            ranked.append((best + _named(combo, output, named), combo, output))
-    ranked.sort(key=lambda r: -r[0])
-    return ranked
+    most = relevance.best_left(frozenset())
+    pairs = [(combo, output) for combo, outs in options for output in outs]
+    fits = [_named(combo, output, named) for combo, output in pairs]
+    order = sorted(range(len(pairs)), key=lambda i: -fits[i])
+    found: list[tuple[float, int]] = []
+    top = float("-inf")
+    for i in order:
+        (combo, output), fit = pairs[i], fits[i]
+        if fit + most < top - 1e-9:
+            continue
+        pda, lookahead = _compile(domain, combo, output, compiled)
+        search = BeamSearch(
+            pda, lookahead, relevance, frozenset(vocab), width=INTERFACE_WIDTH,
+            floor=top - fit - 1e-9,
+        )  # fmt: skip
+        plans = search.candidates()
+        if not plans:
+            continue
+        total = plans[0][0] + fit
+        top = max(top, total)
+        found.append((total, i))
+    found.sort(key=lambda f: (-f[0], f[1]))  # ties keep the domain's order
+    return [(total, *pairs[i]) for total, i in found]
 
 
 def infer_interface(
@@ -137,12 +168,13 @@ def infer_interface(
     whose types the text names), asking the model only among ties; ``"greedy"`` asks the model
     both questions, as the paper does.
     """
-    options = feasible_interfaces(domain)
+    compiled: Compiled = {}
+    options = feasible_interfaces(domain, compiled)
     if not options:
         raise NoPlanError(f"no task of '{domain.name}' has a valid plan")
     relevance = score(tool_vocabulary(domain), text) if search == "beam" else None
     if relevance is not None and not relevance.silent:
-        return _by_evidence(domain, text, model, trace, options, relevance)
+        return _by_evidence(domain, text, model, trace, options, relevance, compiled)
     return _by_questions(domain, text, model, trace, options)
 
 
@@ -163,8 +195,9 @@ def _by_evidence(
     trace: list[dict[str, Any]],
     options: list[tuple[tuple[str, ...], list[str]]],
     relevance: Relevance,
+    compiled: Compiled,
 ) -> tuple[list[str], str, list[ChoiceResult]]:
-    ranked = rank_interfaces(domain, text, options, relevance)
+    ranked = rank_interfaces(domain, text, options, relevance, compiled)
     top = ranked[0][0]
     tied = [r for r in ranked if abs(r[0] - top) < 1e-9]
     if len(tied) == 1:
