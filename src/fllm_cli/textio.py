@@ -8,21 +8,32 @@ from typing import Any
 
 from fllm_cli.errors import UsageError
 
+MAX_SHOWN = 120  # characters of a file name shown in a message
+
+
+def shown(path: str | Path) -> str:
+    """Return ``path`` for a one-line message: a name longer than MAX_SHOWN is cut in the middle."""
+    text = str(path)
+    if len(text) <= MAX_SHOWN:
+        return text
+    half = MAX_SHOWN // 2
+    return f"{text[:half]}…{text[-half:]} ({len(text):,} characters)"
+
 
 def read_text(path: str | Path, what: str = "file") -> str:
     """Return the UTF-8 text of ``path``; a missing, unreadable or binary file is a UsageError."""
     if "\0" in str(path):  # a file name read from a file may hold one; the OS cannot open it
-        raise UsageError(f"no such {what}: {str(path)!r} (the name holds a NUL character)")
+        raise UsageError(f"no such {what}: {shown(path)!r} (the name holds a NUL character)")
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"no such {what}: '{path}'") from None
+        raise UsageError(f"no such {what}: '{shown(path)}'") from None
     except IsADirectoryError:
-        raise UsageError(f"'{path}' is a folder, not a {what}") from None
+        raise UsageError(f"'{shown(path)}' is a folder, not a {what}") from None
     except UnicodeDecodeError:
-        raise UsageError(f"'{path}' is not UTF-8 text") from None
+        raise UsageError(f"'{shown(path)}' is not UTF-8 text") from None
     except OSError as exc:
-        raise UsageError(f"cannot read '{path}': {exc.strerror}") from None
+        raise UsageError(f"cannot read '{shown(path)}': {exc.strerror}") from None
 
 
 MAX_JSON_DEPTH = 64

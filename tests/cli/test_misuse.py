@@ -128,3 +128,13 @@ def test_old_option_names_still_work_with_a_note(tmp_path) -> None:  # type: ign
     assert code == 0, err
     assert "--max-steps is now --max-moves" in err
     assert '"word"' in out
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_file_name_too_long_for_the_system_is_misuse(command: str) -> None:
+    # A relative name is looked up among the shipped domains too; both lookups must fail cleanly.
+    args = list(COMMANDS[command][0])
+    args[FILE_ARGS[command]] = "a" * 5000
+    code, out, err = run_fllm(command, *args, stdin="")
+    assert_misuse(code, out, err, "(5,000 characters)")
+    assert len(err) < 400  # the name is shortened in the message

@@ -92,6 +92,9 @@ automaton:
     "family, name, needle",
     [
         ("{from: 1, to: 100000000}", "s{{ k }}", "takes 100000000 values"),
+        # more values than a C size can count (len() of the range overflows)
+        ("{from: -9223372036854775808, to: 2}", "s{{ k }}", "takes 9223372036854775811 values"),
+        ("{from: 5, to: -1000000000000000000000000000000, step: -3}", "s{{ k }}", "at most"),
         ("[1]", "{{ 'x' * 3000000000 }}", "more than 1000000 items"),
         ("[1]", "{{ 2 ** 1000000 }}", "exponent larger"),
         ("{from: 1, to: 3, except: [[1]]}", "s{{ k }}", "takes single values"),

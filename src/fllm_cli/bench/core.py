@@ -32,7 +32,9 @@ from fllm_cli.domain.model import Domain
 from fllm_cli.errors import UsageError
 from fllm_cli.kinds import kind_of
 from fllm_cli.llm.registry import ModelOptions, resolve_model_name
+from fllm_cli.resources import exists
 from fllm_cli.search.planner import Budgets
+from fllm_cli.textio import shown
 
 EXECUTORS = ("local", "ray")
 
@@ -312,9 +314,9 @@ def _results_file_rows(
 ) -> list[dict[str, Any]]:
     """Return the finished units of this run already in the results file."""
     path = opts.results_file
-    if not path or not Path(path).exists() or Path(path).stat().st_size == 0:
+    if not path or not exists(path) or Path(path).stat().st_size == 0:
         if opts.resume_results and path:
-            raise UsageError(f"no such results file to resume: '{path}'")
+            raise UsageError(f"no such results file to resume: '{shown(path)}'")
         return []
     log = read_results(path)
     if log.header.get("domain") != domain.name:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from fllm_cli.bench.metrics import SCORERS
 from fllm_cli.errors import UsageError
+from fllm_cli.resources import exists
 from fllm_cli.textio import load_json, read_text
 
 REPORT_VERSION = 2
@@ -38,7 +38,7 @@ REF_COLUMNS: tuple[tuple[str, str], ...] = (
 
 def load_previous(path: str) -> dict[str, Any]:
     """Read a report to resume; raise UsageError when it is not one."""
-    if not Path(path).exists():
+    if not exists(path):
         raise UsageError(f"no such report to resume: '{path}'")
     doc = load_json(read_text(path, "report"), path, max_depth=200)
     if (

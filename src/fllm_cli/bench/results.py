@@ -19,6 +19,7 @@ from typing import IO, Any
 from fllm_cli.bench import report as rep
 from fllm_cli.bench.scoring import summarize
 from fllm_cli.errors import UsageError
+from fllm_cli.resources import exists
 from fllm_cli.textio import read_text
 
 RESULTS_VERSION = 1
@@ -56,7 +57,7 @@ def is_results_file(path: str) -> bool:
 
 def read_results(path: str) -> ResultsLog:
     """Read a results file; raise UsageError when it is not one."""
-    if not Path(path).exists():
+    if not exists(path):
         raise UsageError(f"no such results file: '{path}'")
     lines = read_text(path, "results file").splitlines()
     header = _header(path, lines[0] if lines else "")
@@ -99,7 +100,7 @@ class ResultsWriter:
 
     def __init__(self, path: str, header: dict[str, Any]) -> None:
         self.path = path
-        fresh = not Path(path).exists() or Path(path).stat().st_size == 0
+        fresh = not exists(path) or Path(path).stat().st_size == 0
         try:
             if not fresh:
                 self._end_torn_line()

@@ -40,6 +40,7 @@ from fllm_cli.cli.options import (
 )
 from fllm_cli.cli.safe import plain
 from fllm_cli.errors import UsageError
+from fllm_cli.resources import is_dir, is_file
 from fllm_cli.search.planner import Budgets
 
 FORMATS = ("rich", "markdown", "json", "html")
@@ -182,7 +183,7 @@ def bench(
         resume_results=resume_results,
     )
     for path, what in ((record, "--record"), (results, "--results")):
-        if path and not Path(path).resolve().parent.is_dir():
+        if path and not is_dir(Path(path).resolve().parent):
             raise UsageError(f"cannot write '{path}' ({what}): its folder does not exist")
     progress, on_result, on_start = _progress(not quiet)
     with progress:
@@ -258,7 +259,7 @@ def _warn_bad_lines(run: BenchRun) -> None:
 def _write_records(path: str, records: list[dict[str, Any]], keep: bool) -> None:
     """Write the choice records; when resuming, keep the lines already in the file."""
     old = ""
-    if keep and Path(path).is_file():
+    if keep and is_file(path):
         old = Path(path).read_text(encoding="utf-8")
         if old and not old.endswith("\n"):
             old += "\n"

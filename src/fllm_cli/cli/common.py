@@ -14,7 +14,8 @@ from rich.markup import escape
 
 from fllm_cli.cli.safe import SafeConsole, safe
 from fllm_cli.errors import FllmError, UsageError
-from fllm_cli.textio import read_text
+from fllm_cli.resources import exists
+from fllm_cli.textio import read_text, shown
 
 # Off a terminal nothing is squeezed to 80 columns: tables and trees keep their natural width.
 PIPE_WIDTH = 100_000
@@ -70,8 +71,10 @@ def write_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename (never half a file)."""
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
-    if not directory.exists():
-        raise UsageError(f"cannot write '{path}': folder '{directory}' does not exist")
+    if not exists(directory):
+        raise UsageError(
+            f"cannot write '{shown(path)}': folder '{shown(directory)}' does not exist"
+        )
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -79,7 +82,7 @@ def write_atomic(path: str | Path, text: str) -> None:
         os.replace(tmp, target)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise UsageError(f"cannot write '{path}': {exc.strerror}") from exc
+        raise UsageError(f"cannot write '{shown(path)}': {exc.strerror}") from exc
 
 
 def read_json_arg(path: str) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import typer
 
@@ -14,6 +13,8 @@ from fllm_cli.cli.common import stderr_console, write_atomic
 from fllm_cli.cli.options import OutOpt, QuietOpt, check_format, format_option
 from fllm_cli.cli.safe import plain
 from fllm_cli.errors import UsageError
+from fllm_cli.resources import is_file
+from fllm_cli.textio import shown
 
 FORMATS = ("html", "json", "markdown")
 
@@ -34,8 +35,8 @@ def report(
     compares all of them. The page needs no network to open.
     """
     fmt = check_format(fmt, FORMATS)
-    if not Path(results).is_file():
-        raise UsageError(f"no such results file or report: '{results}'")
+    if not is_file(results):
+        raise UsageError(f"no such results file or report: '{shown(results)}'")
     if is_results_file(results):
         log = read_results(results)
         if not log.rows:

@@ -10,6 +10,7 @@ are kept as templates and rendered at prompt time, when the scenario variables a
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -130,12 +131,12 @@ def _values(reader: Reader, name: str, node: Node, binding: dict[str, Any]) -> l
             raise _Bad(f"'except' of '{name}' takes single values, not lists")
         end = stop + (1 if step > 0 else -1)
         span = range(start, end, step)
-        _check_size(name, len(span))
+        _check_size(name, _length(span))
         return [v for v in span if v not in skip]
     if isinstance(value, str):
         got = _evaluate(value, binding)
         try:
-            _check_size(name, len(got))
+            _check_size(name, _length(got))
             return list(got)
         except TypeError:
             raise _Bad(f"'{value}' is not a list or range (got {str(got)[:60]!r})") from None
@@ -144,6 +145,17 @@ def _values(reader: Reader, name: str, node: Node, binding: dict[str, Any]) -> l
 
 # The most copies one family may make; more is almost surely a mistake, and would be slow.
 MAX_FAMILY = 10_000
+
+
+def _length(values: Any) -> int:
+    """Return ``len(values)``, counting a range too long for ``len`` (2**63 items or more)."""
+    try:
+        return len(values)
+    except OverflowError:
+        if not isinstance(values, range):
+            raise _Bad(f"a family of more than {sys.maxsize:,} copies") from None
+        a, b, c = values.start, values.stop, values.step
+        return max(0, (b - a + c - 1) // c if c > 0 else (a - b - c - 1) // -c)
 
 
 def _check_size(name: str, size: int) -> None:

@@ -41,6 +41,7 @@ from fllm_cli.llm.base import (
 )
 from fllm_cli.llm.cache import cache_for
 from fllm_cli.llm.options import ModelOptions
+from fllm_cli.resources import exists, is_file
 
 if TYPE_CHECKING:  # numpy is imported when a model is first used: it costs start-up time
     import numpy as np
@@ -67,7 +68,7 @@ def find_default_gguf() -> Path:
         candidates += [Path(p) / DEFAULT_FILE for p in spec.submodule_search_locations]
     candidates += [Path(p) / DEFAULT_PACKAGE / DEFAULT_FILE for p in sys.path if p]
     for path in candidates:
-        if path.is_file():
+        if is_file(path):
             return path
     raise BackendError(
         f"the embedded model {DEFAULT_FILE} is not installed",
@@ -86,7 +87,7 @@ def resolve_gguf(path: str | None) -> Path:
     if hub.is_hub_spec(path):
         return hub.fetch(hub.parse_hub_file(path))
     target = Path(path).expanduser()
-    if not target.is_file():
+    if not is_file(target):
         raise UsageError(
             f"no such model file: '{path}'",
             hint=f"--model local:PATH/TO/model.gguf, or {hub.SYNTAX}",
@@ -515,7 +516,7 @@ class LocalModel(Model):
         return self._grammars[text]
 
     def _cache_name(self) -> str:
-        size = self.path.stat().st_size if self.path.exists() else 0
+        size = self.path.stat().st_size if exists(self.path) else 0
         return f"local:{self.path.name}:{size}"
 
     def info(self) -> dict[str, Any]:

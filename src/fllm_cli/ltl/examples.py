@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fllm_cli.resources import data_dir
+from fllm_cli.resources import data_dir, exists
 from fllm_cli.textio import read_text
 
 DEFAULT_EXAMPLES = "react_examples.txt"
@@ -15,7 +15,7 @@ def read_examples(path: str | None, shots: int | None) -> str:
     if path is None or shots == 0:
         return ""
     file = Path(path)
-    if not file.exists() and (data_dir("prompts") / file.name).exists():
+    if not exists(file) and exists(data_dir("prompts") / file.name):
         file = data_dir("prompts") / file.name
     text = read_text(file, "examples file")
     blocks = [b.strip() for b in split_blocks(text) if b.strip()]

@@ -1,0 +1,19 @@
+; ReAct (Yao et al.), as in Figures 3 and 9 of the spec paper, plus two content constraints:
+; Action must name one of the available tools and Answer is free text.
+(define react-agent
+  (:states
+    (Thought (:text "Thought:"))
+    (Action (:text "Action:") (:choices :tools))
+    (Action-Input (:text "Action Input:"))
+    (Observation (:text "Observation:") (:flags :env-input))
+    (Final-Thought (:text "Final Thought:"))
+    (Answer (:text "Answer:"))
+  )
+  (:behavior
+    (next
+      (until
+        (next Thought Action Action-Input Observation)
+        Final-Thought)
+      Answer)
+  )
+)
