@@ -26,7 +26,15 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from fllm_cli.automaton.pda import PDA, Config, DeadEndCheck, PrefixCache, StackItem, Transition
+from fllm_cli.automaton.pda import (
+    PDA,
+    Config,
+    DeadEndCheck,
+    PrefixCache,
+    Stack,
+    StackItem,
+    Transition,
+)
 from fllm_cli.diagnostics import did_you_mean
 from fllm_cli.domain.model import AutomatonSpec
 
@@ -82,7 +90,7 @@ class ExplicitPDA(PDA):
 
     def initial(self) -> Config:
         """Return the start configuration (``initial_stack`` listed top first)."""
-        stack = tuple(StackItem(s, -1, 0) for s in reversed(self.initial_stack))
+        stack = Stack.of(StackItem(s, -1, 0) for s in reversed(self.initial_stack))
         return Config(self.start, stack, (0,) * len(self.counter_names))
 
     def applicable(self, config: Config) -> tuple[int, ...]:
@@ -114,9 +122,9 @@ class ExplicitPDA(PDA):
             if high is not None and counts[ci] >= high:
                 return None
             counts = (*counts[:ci], counts[ci] + 1, *counts[ci + 1 :])
-        top = config.stack[-1].symbol
+        top = config.stack.top.symbol
         push = tuple(top if s == ANY else s for s in t.push)
-        stack = config.stack[:-1] + tuple(StackItem(s, -1, 0) for s in reversed(push))
+        stack = config.stack.pop().push(*(StackItem(s, -1, 0) for s in reversed(push)))
         word, n_word = config.word, config.n_word
         if t.read is not None:
             word, n_word = (t.read, word), n_word + 1

@@ -7,17 +7,19 @@ Formal-LLM paper's Figure 3, a production whose body starts with a terminal is f
 match of that terminal: ``(a, A; β)`` for ``A → a β``. Every choice the planner offers is then a
 terminal (a tool, a task input), which is what a prompt can name.
 
-Stacks are tuples with the top at the end. A configuration also carries the use counters of
-limited terminals and, as persistent linked lists, the word read so far and the derivation
-nodes created, so stepping is cheap and backtracking only keeps references.
+Stacks are persistent (:class:`Stack`: each one shares everything below its top with the stack
+it came from) and read like tuples with the top at the end. A configuration also carries the use
+counters of limited terminals and, as persistent linked lists, the word read so far and the
+derivation nodes created, so a step costs what it pushes, and a planner that keeps every
+configuration for backtracking keeps a constant amount per step, however high the stack grows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from fllm_cli.grammar.cfg import Grammar
 
@@ -32,6 +34,98 @@ def cons_to_list(cell: Cons) -> list[object]:
         cell = cell[1]
     out.reverse()
     return out
+
+
+class Stack:
+    """An immutable stack that shares its lower part with the stack it was pushed onto.
+
+    It reads like a tuple, bottom first: ``len``, ``stack[-1]`` (the top), iteration, ``==`` and
+    ``hash`` compare the items. ``push`` and ``pop`` cost what they add or remove, so a run keeps
+    one node per pushed item however many configurations refer to the stack.
+    """
+
+    __slots__ = ("_hash", "below", "height", "item")
+
+    def __init__(self, item: Any = None, below: Stack | None = None) -> None:
+        self.item = item
+        self.below = below
+        self.height: int = 0 if below is None else below.height + 1
+        self._hash: int | None = None
+
+    @classmethod
+    def of(cls, items: Iterable[Any]) -> Stack:
+        """Return the stack holding ``items``, bottom first."""
+        return EMPTY.push(*items)
+
+    def push(self, *items: Any) -> Stack:
+        """Return this stack with ``items`` pushed in order (the last one on top)."""
+        out = self
+        for item in items:
+            out = Stack(item, out)
+        return out
+
+    def pop(self) -> Stack:
+        """Return the stack below the top."""
+        if self.below is None:
+            raise IndexError("pop from an empty stack")
+        return self.below
+
+    @property
+    def top(self) -> Any:
+        """Return the top item, or None when empty."""
+        return self.item if self.below is not None else None
+
+    def __len__(self) -> int:
+        return self.height
+
+    def __bool__(self) -> bool:
+        return self.height > 0
+
+    def __reversed__(self) -> Iterator[Any]:
+        node: Stack = self
+        while node.below is not None:
+            yield node.item
+            node = node.below
+
+    def __iter__(self) -> Iterator[Any]:
+        items = list(reversed(self))
+        items.reverse()
+        return iter(items)
+
+    def __getitem__(self, index: int) -> Any:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        if index < 0:
+            index += self.height
+        if not 0 <= index < self.height:
+            raise IndexError("stack index out of range")
+        node = self
+        for _ in range(self.height - 1 - index):
+            assert node.below is not None
+            node = node.below
+        return node.item
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Stack):
+            return NotImplemented
+        a: Stack | None = self
+        b: Stack | None = other
+        while a is not b:
+            if a is None or b is None or a.height != b.height or a.item != b.item:
+                return False
+            a, b = a.below, b.below
+        return True
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Stack({list(self)!r})"
+
+
+EMPTY = Stack()
 
 
 @dataclass(frozen=True)
@@ -73,7 +167,7 @@ class Config:
     """An immutable PDA configuration."""
 
     state: str
-    stack: tuple[StackItem, ...]
+    stack: Stack
     counts: tuple[int, ...]
     tools: int = 0
     word: Cons = None
@@ -84,7 +178,7 @@ class Config:
     @property
     def top(self) -> StackItem | None:
         """Return the top of the stack."""
-        return self.stack[-1] if self.stack else None
+        return self.stack.top  # type: ignore[no-any-return]
 
     def word_list(self) -> list[str]:
         """Return the terminals read so far, in order."""
@@ -125,7 +219,7 @@ class PDA:
     def initial(self) -> Config:
         """Return the start configuration: start state, bottom marker only, counters at 0."""
         limits = self.grammar.limits if self.grammar is not None else ()
-        return Config(self.start, (StackItem(self.bottom, -1, 0),), (0,) * len(limits))
+        return Config(self.start, Stack.of([StackItem(self.bottom, -1, 0)]), (0,) * len(limits))
 
     def is_accepting(self, config: Config) -> bool:
         """Return True if the configuration accepts (the whole word has been read)."""
@@ -151,8 +245,8 @@ class PDA:
             if charged is None:
                 return None
             counts, tools = charged
-        popped = config.stack[-1]
-        rest = config.stack[:-1]
+        popped = config.stack.top
+        rest = config.stack.pop()
         nodes, n_nodes = config.nodes, config.n_nodes
         if t.production is not None:
             node_id = n_nodes
@@ -164,7 +258,7 @@ class PDA:
             pushed = tuple(StackItem(sym, popped.parent, popped.slot) for sym in t.push)
         else:
             pushed = ()
-        stack = rest + tuple(reversed(pushed))
+        stack = rest.push(*reversed(pushed))
         word, n_word = config.word, config.n_word
         if t.read is not None:
             word = (t.read, word)
@@ -293,13 +387,11 @@ class PrefixCache:
     """Summaries of stack prefixes, computed once per stack item and reused across queries.
 
     A look-ahead that folds a whole stack into a small summary (bottom first) would walk the
-    stack at every query, and stacks grow with the plan. Stacks made by :meth:`PDA.step` (and
-    :meth:`initial`) share their lower part with the configuration they came from: only the
-    pushed items are new objects, so an item object, at a given height, always has the same
-    items below it. The summary of the prefix that ends at an item is therefore stored against
-    the item itself (a reference is kept, so its ``id`` cannot be reused), and a query only
-    folds the items above the highest one already seen. ``fold(summary, symbol)`` must depend
-    on the symbols alone. The cache is emptied when it holds ``limit`` items.
+    stack at every query, and stacks grow with the plan. A :class:`Stack` node always has the
+    same nodes below it, so the summary of the stack that ends at a node is stored against the
+    node itself (a reference is kept, so its ``id`` cannot be reused), and a query only folds
+    the nodes pushed since the highest one already seen. ``fold(summary, symbol)`` must depend
+    on the symbols alone. The cache is emptied when it holds ``limit`` nodes.
     """
 
     def __init__(self, empty: object, fold: Callable[[object, str], object], limit: int = 200_000):
@@ -307,23 +399,25 @@ class PrefixCache:
         self.fold = fold
         self.limit = limit
         self.folds = 0  # symbols folded in all (a measure of the work done)
-        self._seen: dict[int, tuple[StackItem, int, object]] = {}
+        self._seen: dict[int, tuple[Stack, object]] = {}
 
-    def summary(self, stack: tuple[StackItem, ...]) -> object:
+    def summary(self, stack: Stack) -> object:
         """Return the summary of the whole stack."""
         seen = self._seen
-        base, start = self.empty, 0
-        for height in range(len(stack) - 1, -1, -1):
-            item = stack[height]
-            entry = seen.get(id(item))
-            if entry is not None and entry[0] is item and entry[1] == height:
-                base, start = entry[2], height + 1
+        base = self.empty
+        fresh: list[Stack] = []
+        node = stack
+        while node.below is not None:
+            entry = seen.get(id(node))
+            if entry is not None and entry[0] is node:
+                base = entry[1]
                 break
-        if len(seen) + len(stack) - start > self.limit:
+            fresh.append(node)
+            node = node.below
+        if len(seen) + len(fresh) > self.limit:
             seen.clear()
-        for height in range(start, len(stack)):
-            item = stack[height]
-            base = self.fold(base, item.symbol)
-            seen[id(item)] = (item, height, base)
-        self.folds += len(stack) - start
+        for node in reversed(fresh):
+            base = self.fold(base, node.item.symbol)
+            seen[id(node)] = (node, base)
+        self.folds += len(fresh)
         return base
