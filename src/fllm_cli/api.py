@@ -234,6 +234,9 @@ def read_plan_file(text: str, path: str) -> tuple[list[str], dict[str, Any] | No
             doc = load_json(stripped, path)
         except UsageError as exc:
             raise PlanFileError(exc.message) from None
+        if isinstance(doc, dict) and doc.get("partial") is True:
+            why = str(doc.get("error") or "the run failed")[:200]
+            raise PlanFileError(f"{path}: a partial record of a failed run ({why}), not a plan")
         word = doc.get("word") if isinstance(doc, dict) else None
         if not isinstance(word, list) or not all(isinstance(w, str) for w in word):
             raise PlanFileError(f"{path}: the plan JSON has no 'word' list of strings")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fllm_cli.diagnostics import Diagnostic, Location
@@ -13,6 +13,8 @@ class FllmError(Exception):
     """Root of every error a user may see; never shown with a traceback."""
 
     exit_code = 1
+    # What a run produced before it failed (steps so far, usage), for a partial output file.
+    partial: dict[str, Any] | None = None
 
     def __init__(
         self, message: str, *, hint: str | None = None, location: Location | None = None

@@ -216,6 +216,33 @@ def test_existing_output_file_survives_a_failed_run(tmp_path: Path, openagi: str
     assert out.read_text() == "precious"
 
 
+RECURSIVE = (
+    "name: sss\nkind: grammar\ngrammar:\n  start: S\n  terminals: [a]\n"
+    "  productions:\n    S: ['S S S', 'a']\n"
+)
+
+
+def test_a_plan_cut_short_keeps_its_steps_beside_the_output(tmp_path: Path) -> None:
+    spec = tmp_path / "sss.yaml"
+    spec.write_text(RECURSIVE, encoding="utf-8")
+    out = tmp_path / "plan.json"
+    out.write_text("an earlier plan", encoding="utf-8")
+    argv = ["plan", str(spec), "t", "--model", "random:1", "--max-moves", "300", "-q"]
+    code, _, err = run_fllm(*argv, "-o", str(out))
+    partial = tmp_path / "plan.partial.json"
+    assert code == 1 and "--max-moves 300" in err and str(partial) in err
+    assert out.read_text() == "an earlier plan"  # not lost
+    doc = json.loads(partial.read_text())
+    assert doc["partial"] is True and doc["valid"] is False and "word" not in doc
+    assert doc["steps_so_far"] and set(doc["steps_so_far"]) == {"a"}
+    assert doc["stats"]["steps"] == 301 and doc["model"] == "random:1"
+    code, _, err = run_fllm("verify", str(spec), str(partial))
+    assert code == 1 and "a partial record of a failed run" in err
+    # A rendering (here Mermaid) of a plan that does not exist is not written at all.
+    code, _, _ = run_fllm(*argv, "-f", "mermaid", "-o", str(tmp_path / "p.mmd"))
+    assert code == 1 and not list(tmp_path.glob("p.*"))
+
+
 def test_help_for_every_command(fllm_inproc: InProc) -> None:
     for command in ([], ["plan"], ["validate"], ["render-pda"], ["verify"]):
         result = fllm_inproc(*command, "--help")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -160,9 +161,12 @@ def plan(
                 request=given,
                 search=search,
             )
-    except FllmError:
+    except FllmError as exc:
         if trace_file:
             _write_trace(trace_file, trace)
+        if out_file and exc.partial is not None and fmt in ("json", "rich"):
+            kept = _write_partial(out_file, exc, task, domain.name, resolve_model_name(model))
+            exc.hint = "; ".join(filter(None, [exc.hint, f"the steps so far are in {kept}"]))
         raise
     finally:
         backend.close()
@@ -177,6 +181,28 @@ def plan(
         emit_data_plan(doc, fmt, out_file, quiet)
         return
     _emit(doc, result, fmt, out_file, quiet)
+
+
+def _write_partial(path: str, exc: FllmError, task: str, domain: str, model: str) -> str:
+    """Keep what a failed run produced, marked partial and invalid, beside ``path`` (which is
+    left as it was: a plan from an earlier run is not lost); return where it went."""
+    target = Path(path)
+    stem = target.name[: -len(target.suffix)] if target.suffix else target.name
+    kept = str(target.with_name(f"{stem}.partial.json"))
+    partial = dict(exc.partial or {})
+    stats = partial.pop("stats", None)
+    doc = {
+        "partial": True,
+        "valid": False,
+        "error": exc.message,
+        "task": task,
+        "domain": domain,
+        "model": model,
+        **partial,
+        "stats": stats.as_dict() if hasattr(stats, "as_dict") else stats,
+    }
+    write_atomic(kept, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    return kept
 
 
 def _write_trace(path: str, records: list[dict[str, Any]]) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fllm_cli.automaton.pda import PDA, Config
-from fllm_cli.errors import NoPlanError
+from fllm_cli.errors import FllmError, NoPlanError
 from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Model
 from fllm_cli.llm.meter import ModelStats, RunMeter
 
@@ -103,14 +103,20 @@ class Planner:
     def run(self, start: Config | None = None) -> Config:
         """Return an accepting configuration, or raise NoPlanError/BudgetExceeded."""
         begin = time.perf_counter()
+        self._furthest = start or self.pda.initial()
         try:
-            return self._search(start or self.pda.initial())
+            return self._search(self._furthest)
+        except FllmError as exc:
+            exc.partial = {"steps_so_far": self._furthest.word_list(), "stats": self.stats}
+            raise
         finally:
             self.stats.seconds = time.perf_counter() - begin
 
     def _search(self, config: Config) -> Config:
         stack: list[Frame] = []
         while not self.pda.is_accepting(config):
+            if config.n_word > self._furthest.n_word:
+                self._furthest = config
             self._count_step()
             moves = self.lookahead.feasible_moves(config)
             if not moves:
