@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from fllm_cli.automaton.pda import PDA, Config
 from fllm_cli.diagnostics import did_you_mean
+from fllm_cli.errors import TimeBudgetExceeded
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.plan.model import Derivation, TreeNode
 
 # Configurations a plain run may visit before a span table guides it (pathological grammars).
 SCAN_BUDGET = 5_000
+# The span table is cubic in the plan's length on ambiguous grammars (S -> S S | a | ε): past
+# this many seconds verify stops and says it could not decide (exit 3), never guessing.
+SPAN_SECONDS = 10.0
 
 
 @dataclass
@@ -25,8 +30,11 @@ class Verdict:
     config: Config | None = None
 
 
-def verify_word(pda: PDA, word: list[str]) -> Verdict:
-    """Run the PDA on ``word`` (1-based positions in messages)."""
+def verify_word(pda: PDA, word: list[str], seconds: float = SPAN_SECONDS) -> Verdict:
+    """Run the PDA on ``word`` (1-based positions in messages).
+
+    Raises TimeBudgetExceeded when the word could not be decided within ``seconds``.
+    """
     g = pda.grammar
     assert g is not None
     for i, sym in enumerate(word):
@@ -37,7 +45,7 @@ def verify_word(pda: PDA, word: list[str]) -> Verdict:
             )
     accepted, best, frontier, exhausted = _scan(pda, word)
     if exhausted:  # left recursion or ε-cycles: let a span table guide the run instead
-        accepted, best, frontier = _guided(pda, g, word)
+        accepted, best, frontier = _guided(pda, g, word, time.monotonic() + seconds)
     if accepted is not None:
         return Verdict(True, Derivation.from_config(g, accepted))
     if not frontier:  # only after a guided run gave up: say less, but still where
@@ -74,9 +82,11 @@ def _scan(
     return None, best, frontier, spent > budget
 
 
-def _guided(pda: PDA, g: Grammar, word: list[str]) -> tuple[Config | None, int, list[Config]]:
+def _guided(
+    pda: PDA, g: Grammar, word: list[str], deadline: float
+) -> tuple[Config | None, int, list[Config]]:
     """Decide with a span table; replay its derivation, or find the furthest position reached."""
-    spans = Spans(g, word)
+    spans = Spans(g, word, deadline)
     n = len(word)
     if g.start in spans.full[(0, n)] and _fits(g, word):
         accepted = _replay(pda, spans.preorder(g.start, 0, n))
@@ -128,9 +138,10 @@ def _fits(g: Grammar, word: list[str]) -> bool:
 class Spans:
     """Which nonterminals derive each span of a word, fully or as a prefix (CYK to a fixpoint)."""
 
-    def __init__(self, g: Grammar, word: list[str]) -> None:
+    def __init__(self, g: Grammar, word: list[str], deadline: float = float("inf")) -> None:
         self.g = g
         self.word = word
+        self.deadline = deadline
         n = len(word)
         self.full: dict[tuple[int, int], set[str]] = {}
         self.why: dict[tuple[str, int, int], tuple[int, tuple[int, ...]]] = {}
@@ -143,6 +154,13 @@ class Spans:
                 self._close(self.pre.setdefault((i, j), set()), i, j, False)
 
     def _close(self, cell: set[str], i: int, j: int, full: bool) -> None:
+        if time.monotonic() > self.deadline:
+            raise TimeBudgetExceeded(
+                f"could not decide a plan of {len(self.word)} steps in time: its grammar is "
+                "ambiguous, and deciding such a plan costs the cube of its length",
+                hint="verify a shorter plan, or make the grammar unambiguous",
+                stage="verify",
+            )
         changed = True
         while changed:
             changed = False

@@ -6,6 +6,8 @@ gigabytes of memory (the subprocess has a time limit; the reader has node and de
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ import pytest
 from fllm_cli.domain.yamlloc import MAX_DEPTH, MAX_NODES, load
 from fllm_cli.errors import FllmError
 from fllm_cli.prompts import render_string
-from tests.conftest import run_fllm
+from tests.conftest import ROOT, run_fllm
 
 
 def _laughs(levels: int) -> str:
@@ -160,3 +162,18 @@ def test_plan_analyses_stop_at_their_time_bound(monkeypatch: pytest.MonkeyPatch)
     assert only.severity == "warning" and "plan analyses stopped after" in only.message
     monkeypatch.setattr(tools, "ANALYSIS_SECONDS", 60.0)
     assert tools.tool_plan_analyses(domain) == []  # a sound domain: nothing to say
+
+
+def test_thousands_of_mistakes_draw_fifty_and_count_the_rest(tmp_path: Path) -> None:
+    one = (ROOT / "domains" / "risk_management.yaml").read_text(encoding="utf-8")
+    spec = tmp_path / "many.yaml"
+    spec.write_text(one * 40, encoding="utf-8")  # every top-level key repeated 39 times
+    code, out, err = run_fllm("validate", str(spec), timeout=120)
+    assert code == 1 and "Traceback" not in out + err
+    drawn = [line for line in out.splitlines() if ": error: duplicate key" in line]
+    total = int(re.search(r"; (\d+) error\(s\)", out).group(1))  # type: ignore[union-attr]
+    assert len(drawn) == 50 and total > 200
+    assert f"... and {total - 50:,} more (--format json lists them all)" in out
+    code, out, _ = run_fllm("validate", str(spec), "--format", "json", timeout=120)
+    listed = json.loads(out)["files"][0]["diagnostics"]
+    assert len(listed) == total

@@ -29,7 +29,7 @@ from fllm_cli.cli.safe import plain, safe_json
 from fllm_cli.diagnostics import Diagnostic, sort_key
 from fllm_cli.domain.variables import parse_var_options
 from fllm_cli.errors import UsageError
-from fllm_cli.plan.model import Derivation, TreeNode
+from fllm_cli.plan.model import MAX_TREE_DEPTH, Derivation, TreeNode
 from fllm_cli.resources import resolve_spec_path
 from fllm_cli.textio import load_json, read_text
 
@@ -120,15 +120,31 @@ def validate(
     raise typer.Exit(1 if failed else 0)
 
 
+# Diagnostics drawn per file; the rest are counted (a file of repeated mistakes would otherwise
+# print thousands of excerpts). `--format json` lists every one.
+MAX_DRAWN = 50
+
+
 def _print_diagnostics(checked: list[tuple[str, list[Diagnostic], str]], quiet: bool) -> None:
     out = stdout_console()
+    sources: dict[str, str | None] = {}  # each file is read once, not once per excerpt
     for spec, diags, summary in checked:
-        for d in sorted(diags, key=sort_key):
+        ordered = sorted(diags, key=sort_key)
+        for d in ordered[:MAX_DRAWN]:
             style = "red" if d.severity == "error" else "yellow"
             out.print(plain(d.header(), style), soft_wrap=True, highlight=False)
-            excerpt = d.excerpt()
+            path = d.location.path if d.location else ""
+            if path not in sources:
+                sources[path] = _source_of(path)
+            excerpt = d.excerpt(sources[path]) if sources[path] is not None else ""
             if excerpt:
                 out.print(excerpt, markup=False, highlight=False, soft_wrap=True)
+        if len(ordered) > MAX_DRAWN:
+            more = len(ordered) - MAX_DRAWN
+            out.print(
+                plain(f"... and {more:,} more (--format json lists them all)", "dim"),
+                soft_wrap=True,
+            )
         errors = sum(d.severity == "error" for d in diags)
         warnings = len(diags) - errors
         if not quiet or errors:
@@ -139,6 +155,15 @@ def _print_diagnostics(checked: list[tuple[str, list[Diagnostic], str]], quiet: 
                 highlight=False,
                 soft_wrap=True,
             )
+
+
+def _source_of(path: str) -> str | None:
+    if not path:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except (OSError, ValueError):
+        return None
 
 
 def render_pda(
@@ -222,6 +247,8 @@ def _rich_tree(derivation: Derivation) -> Tree:
 
     if derivation.root is None:
         return Tree("(empty)")
+    if derivation.depth() > MAX_TREE_DEPTH:
+        return Tree(plain(f"(a derivation {derivation.depth()} levels deep: not drawn)"))
     root = Tree(label(derivation.root))
     for child in derivation.root.children:
         if isinstance(child, TreeNode):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fllm_cli.domain.model import Domain, Task
-from fllm_cli.plan.model import Derivation
+from fllm_cli.plan.model import MAX_TREE_DEPTH, Derivation
 
 FORMAT_VERSION = 1
 
@@ -45,6 +45,11 @@ def build_document(
         "steps": steps,
         "tree": derivation.tree_dict(),
     }
+    if doc["tree"] is None and derivation.root is not None:
+        doc["tree_omitted"] = (
+            f"the derivation is {derivation.depth()} levels deep; trees deeper than "
+            f"{MAX_TREE_DEPTH} are left out (word and steps are complete)"
+        )
     if stats is not None:
         doc["stats"] = stats
     return doc

@@ -8,6 +8,10 @@ from typing import Any
 from fllm_cli.automaton.pda import Config, Node
 from fllm_cli.grammar.cfg import Grammar
 
+# Deeper derivation trees are left out of plan documents and drawings (the word and the steps,
+# which are flat, are always complete); only recursive grammars on long plans get there.
+MAX_TREE_DEPTH = 200
+
 
 @dataclass
 class TreeNode:
@@ -72,34 +76,51 @@ class Derivation:
         rhs = self.grammar.productions[node.production].rhs
         return rhs[0] if rhs and self.grammar.is_terminal(rhs[0]) else None
 
+    def depth(self) -> int:
+        """Return how many levels the tree has (0 for an empty derivation)."""
+        deepest = 0
+        todo = [(self.root, 1)] if self.root is not None else []
+        while todo:
+            node, level = todo.pop()
+            deepest = max(deepest, level)
+            todo.extend((c, level + 1) for c in node.children if isinstance(c, TreeNode))
+        return deepest
+
     def steps(self) -> list[Step]:
-        """Return tool steps in execution order (inputs before the tools that use them)."""
+        """Return tool steps in execution order (inputs before the tools that use them).
+
+        Children are visited before their node, left to right, without recursion: a tree may
+        be as deep as the plan is long.
+        """
         out: list[Step] = []
-        ids: dict[int, str] = {}
-
-        def visit(node: TreeNode) -> str | None:
+        result: dict[int, str | None] = {}
+        todo: list[tuple[TreeNode, bool]] = [(self.root, False)] if self.root is not None else []
+        while todo:
+            node, expanded = todo.pop()
+            if not expanded:
+                todo.append((node, True))
+                kids = [c for c in node.children if isinstance(c, TreeNode)]
+                todo.extend((c, False) for c in reversed(kids))
+                continue
+            kids = [c for c in node.children if isinstance(c, TreeNode)]
+            refs = [r for r in (result.pop(c.id) for c in kids) if r is not None]
             head = self.head(node)
-            refs: list[str] = []
-            for child in node.children:
-                if isinstance(child, TreeNode):
-                    ref = visit(child)
-                    if ref is not None:
-                        refs.append(ref)
-            if head is not None and self.grammar.terminal[head].kind == "input":
-                return head
-            if head is not None and self.grammar.terminal[head].kind == "tool":
-                step = Step(len(out) + 1, head, refs, node.lhs, node.id)
-                out.append(step)
-                ids[node.id] = f"step:{step.id}"
-                return ids[node.id]
-            return refs[0] if len(refs) == 1 else None
-
-        if self.root is not None:
-            visit(self.root)
+            kind = self.grammar.terminal[head].kind if head is not None else None
+            if kind == "input":
+                result[node.id] = head
+            elif kind == "tool":
+                assert head is not None
+                out.append(Step(len(out) + 1, head, refs, node.lhs, node.id))
+                result[node.id] = f"step:{len(out)}"
+            else:
+                result[node.id] = refs[0] if len(refs) == 1 else None
         return out
 
     def tree_dict(self) -> dict[str, Any] | None:
-        """Return the tree as JSON-ready nested dicts."""
+        """Return the tree as JSON-ready nested dicts; None when empty or deeper than
+        MAX_TREE_DEPTH (nested JSON that deep cannot be written or read by most tools)."""
+        if self.root is None or self.depth() > MAX_TREE_DEPTH:
+            return None
 
         def conv(node: TreeNode) -> dict[str, Any]:
             head = self.head(node)
