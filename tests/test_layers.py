@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("diagnostics", "resources", "__init__"),
     ("errors",),
     ("textio",),
-    ("prompts", "llm", "sexp"),
+    ("prompts", "llm", "sexp", "content"),
     ("domain", "travel"),
     ("grammar",),
     ("automaton",),

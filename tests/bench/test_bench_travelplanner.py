@@ -26,9 +26,9 @@ from fllm_cli.bench.databench import (
 )
 from fllm_cli.bench.metrics import scorer_for
 from fllm_cli.bench.runner import ModelPool
+from fllm_cli.content import make_language, parse_gbnf, recognise
 from fllm_cli.kinds.data import data_spec
 from fllm_cli.llm.simple import ScriptedModel
-from fllm_cli.ltl.content import make_language, parse_gbnf, recognise
 
 ROOT = Path(__file__).resolve().parents[2]
 DOMAIN = str(ROOT / "domains" / "travelplanner.yaml")

@@ -15,7 +15,7 @@ from tests.stub_server import StubServer
 
 from fllm_cli.errors import BackendError, UsageError
 from fllm_cli.llm import ChoiceRequest
-from fllm_cli.llm.base import ChoiceResult
+from fllm_cli.llm.base import ChoiceResult, GenerateRequest
 from fllm_cli.llm.cache import ResponseCache
 from fllm_cli.llm.litellm_backend import (
     LiteLLMModel,
@@ -388,3 +388,48 @@ def test_cli_model_options_take_the_flag_then_the_environment(
     monkeypatch.setenv("FLLM_CHOICE_MODE", "nope")
     with pytest.raises(UsageError, match="FLLM_CHOICE_MODE"):
         model_options(None, 0.0, 60.0, 4, False)
+
+
+# ------------------------------------------------------------------ JSON replies (generate)
+
+SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+
+
+def _json_request(schema: dict[str, Any] | None = SCHEMA) -> GenerateRequest:
+    return GenerateRequest("Reply with x.", max_tokens=50, kind="formulator", schema=schema)
+
+
+@pytest.mark.parametrize(("name", "mode"), [("openai/gpt-4o", "auto"), ("openai/stub", "schema")])
+def test_a_json_reply_is_asked_with_its_schema_where_the_provider_takes_one(
+    stub_server: StubServer, name: str, mode: str
+) -> None:
+    stub_server.play(then='ok:{"x": 1}')
+    gen = _model(stub_server, mode, name=name).generate(_json_request())
+    assert gen.text == '{"x": 1}' and gen.calls == 1
+    sent = stub_server.requests[0]["response_format"]
+    assert sent == {"type": "json_schema", "json_schema": {"name": "formulator", "schema": SCHEMA}}
+
+
+@pytest.mark.parametrize(("name", "mode"), [("openai/stub", "auto"), ("openai/gpt-4o", "text")])
+def test_no_schema_where_the_provider_is_not_known_to_take_one_or_text_is_asked(
+    stub_server: StubServer, name: str, mode: str
+) -> None:
+    stub_server.play(then='ok:{"x": 1}')
+    _model(stub_server, mode, name=name).generate(_json_request())
+    model = _model(stub_server, "schema", name="openai/gpt-4o")
+    model.generate(_json_request(schema=None))  # plain text wanted: nothing extra
+    assert all("response_format" not in r for r in stub_server.requests)
+
+
+def test_a_refused_schema_is_asked_again_as_text_and_not_sent_again(
+    stub_server: StubServer,
+) -> None:
+    stub_server.refuse("response_format")
+    stub_server.play(then='ok:{"x": 2}')
+    model = _model(stub_server, "schema")
+    gen = model.generate(_json_request())
+    assert (gen.text, gen.calls) == ('{"x": 2}', 2)
+    assert "response_format" in stub_server.requests[0]
+    assert "response_format" not in stub_server.requests[1]
+    assert model.generate(_json_request()).calls == 1  # the rest of the run: text at once
+    assert len(stub_server.requests) == 3 and "schema" in model.refused

@@ -10,11 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fllm_cli.errors import SpecError, UsageError
-from fllm_cli.llm.base import GenerateRequest, Generation
-from fllm_cli.ltl.api import AgentOptions, answer_language, load_agent, run_agent
-from fllm_cli.ltl.calculator import CalculatorError, evaluate
-from fllm_cli.ltl.content import (
+from fllm_cli.content import (
     Alt,
     Cls,
     LanguageError,
@@ -26,6 +22,10 @@ from fllm_cli.ltl.content import (
     language_from_text,
     make_language,
 )
+from fllm_cli.errors import SpecError, UsageError
+from fllm_cli.llm.base import GenerateRequest, Generation
+from fllm_cli.ltl.api import AgentOptions, answer_language, load_agent, run_agent
+from fllm_cli.ltl.calculator import CalculatorError, evaluate
 from fllm_cli.ltl.languages import content_rules
 from fllm_cli.ltl.runtime import Budget
 from fllm_cli.ltl.spec import parse_spec

@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from fllm_cli.content import make_language
+from fllm_cli.llm.base import GenerateRequest, Generation
 from fllm_cli.llm.simple import ScriptedModel
 from fllm_cli.solve.pipeline import Settings, parse_assessment, solve
 from fllm_cli.solve.problem import load_problem
 from fllm_cli.solve.sandbox import Limits
+from fllm_cli.solve.schema import check_formulation, reply_schema
 
 from .scripts import (
     DEFINITION,
@@ -209,3 +212,40 @@ def test_an_approved_run_without_a_solver_result_is_not_accepted() -> None:
     assert result.status not in ("sat", "unsat") and not result.accepted
     assert result.rounds == 2
     assert any("produced no solver result" in p for p in model.prompts[3:])
+
+
+class _Recording(ScriptedModel):
+    """A scripted model that keeps every generation request."""
+
+    def __init__(self, answers: list[str]) -> None:
+        super().__init__(answers)
+        self.requests: list[GenerateRequest] = []
+
+    def generate(self, request: GenerateRequest) -> Generation:
+        self.requests.append(request)
+        return super().generate(request)
+
+
+@pytest.mark.parametrize("multi_step", [False, True])
+def test_the_formulator_is_asked_for_json_of_its_schema(multi_step: bool) -> None:
+    if multi_step:
+        name, query = "blocksworld", "(define (problem p) (:domain blocksworld))"
+        answers = [STEPS_FORMULATION, "not code", "not code", "not code", assessment(MS)]
+    else:
+        name, query = "coffee", "What if demand at cafe1 rises by 23%?"
+        answers = [DEFINITION, FORMULATION, "not code", "not code", "not code", assessment(MC)]
+    model = _Recording(answers)
+    solve(problem(name), query, model, Settings(max_attempts=1, max_rounds=1, limits=FAST.limits))
+    asked = {r.kind: r for r in model.requests}
+    formulator = asked["formulator"]
+    assert formulator.schema == reply_schema(multi_step) and formulator.grammar
+    assert all(
+        r.schema is None and r.grammar is None for r in model.requests if r is not formulator
+    )
+    # What the decoder may write is what the checker accepts: the scripted (valid) reply is in
+    # the grammar's language, and a reply the checker refuses is not.
+    language = make_language("json-schema", formulator.schema)
+    reply = STEPS_FORMULATION if multi_step else FORMULATION
+    assert language.check(reply.strip()) is None
+    assert not check_formulation(reply, multi_step)[1]
+    assert language.check('{"variable_1": {"name": "x"}}') is not None

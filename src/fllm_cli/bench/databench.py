@@ -25,6 +25,7 @@ from typing import Any
 
 from fllm_cli import api
 from fllm_cli.bench.tasks import BenchTask
+from fllm_cli.content import make_language
 from fllm_cli.databound.spec import DataSpec, Slot, templates_fields
 from fllm_cli.databound.tables import load_tables
 from fllm_cli.domain.model import Domain
@@ -32,7 +33,6 @@ from fllm_cli.errors import FllmError, UsageError
 from fllm_cli.kinds.data import PLAN_FORMAT, data_spec
 from fllm_cli.llm.base import GenerateRequest
 from fllm_cli.llm.meter import RunMeter
-from fllm_cli.ltl.content import make_language
 from fllm_cli.prompts import render
 from fllm_cli.search.planner import Budgets
 from fllm_cli.textio import json_depth

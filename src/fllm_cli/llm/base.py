@@ -72,6 +72,8 @@ class GenerateRequest:
     system: str | None = None
     kind: str = "generate"
     grammar: str | None = None  # GBNF (llama.cpp syntax); a hint the back end may ignore
+    # A JSON schema the reply should follow (API models' response_format); a hint as well.
+    schema: dict[str, Any] | None = None
 
 
 @dataclass

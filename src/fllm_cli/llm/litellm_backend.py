@@ -266,15 +266,30 @@ class LiteLLMModel(TextModel):
         kwargs.update(extra or {})
         return kwargs
 
-    def _call(self, request: GenerateRequest) -> Any:
+    def _call(self, request: GenerateRequest, extra: dict[str, Any] | None = None) -> Any:
         kwargs = self._kwargs(
             request.prompt,
             temperature=self.options.temperature,
             max_tokens=request.max_tokens,
             system=request.system,
             stop=request.stop,
+            extra=extra,
         )
         return _import_litellm().completion(**kwargs)
+
+    def _reply_format(self, request: GenerateRequest) -> dict[str, Any] | None:
+        """Return the ``response_format`` for a request that wants JSON of a schema, when the
+        provider takes one (LiteLLM says so, or ``--choice-mode schema`` insists) and has not
+        refused it during this run."""
+        if request.schema is None or "schema" in self.refused:
+            return None
+        wanted = self.options.choice_mode
+        if wanted not in (None, "auto", "schema"):
+            return None
+        if wanted != "schema" and not self.support().schema:
+            return None
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", request.kind)[:64] or "reply"
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": request.schema}}
 
     def _send(self, call: Any, refusable: tuple[str, ...] = ()) -> tuple[Any, int]:
         """Run ``call()`` with fllm's retries; return the response and the requests made.
@@ -299,7 +314,20 @@ class LiteLLMModel(TextModel):
 
     def _complete_uncached(self, request: GenerateRequest) -> Generation:
         start = time.perf_counter()
-        response, calls = self._send(lambda: self._call(request))
+        spent = 0
+        reply_format = self._reply_format(request)
+        while True:
+            extra = {"response_format": reply_format} if reply_format else None
+            refusable = ("response_format", "json_schema") if reply_format else ()
+            try:
+                response, calls = self._send(lambda e=extra: self._call(request, e), refusable)
+                break
+            except _Refused as refused:  # asked again as plain text, and not again this run
+                with self._lock:
+                    self.refused.add("schema")
+                spent += refused.calls
+                reply_format = None
+        calls += spent
         text, finish = _text_of(response)
         usage = _usage_of(response, _import_litellm())
         return Generation(
@@ -467,6 +495,8 @@ class LiteLLMModel(TextModel):
                 "system": request.system,
                 "api_base": self.options.api_base,
             }
+            if self._reply_format(request) is not None:
+                key_params["schema"] = request.schema
             hit = self.cache.get(self.name, request.prompt, key_params)
             if hit is not None:
                 return Generation(text=hit, calls=0, cached=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from fllm_cli.content import Language, LanguageError, language_from_text
 from fllm_cli.errors import SpecError, UsageError
 from fllm_cli.llm.base import Model
 from fllm_cli.ltl.automaton import Automaton, compile_spec
-from fllm_cli.ltl.content import Language, LanguageError, language_from_text
 from fllm_cli.ltl.environment import default_environment
 from fllm_cli.ltl.examples import read_examples
 from fllm_cli.ltl.languages import content_rules

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from fllm_cli.content import Language
 from fllm_cli.errors import UsageError
-from fllm_cli.ltl.content import Language
 from fllm_cli.ltl.spec import AgentSpec
 
 

@@ -6,7 +6,7 @@ no allowed tag ends the text one is forced (chosen by the model when several are
 Budgets only ever remove moves, and only moves from which the final state stays reachable in
 the steps left, so every run ends in the final state unless the environment ends it first.
 
-Content languages (``ltl/content.py``) constrain what a state's text may be: the request carries
+Content languages (``content.py``) constrain what a state's text may be: the request carries
 the language as a GBNF grammar (the embedded model decodes under it), and every reply is checked;
 a reply outside the language is asked again with the parse error shown, at most
 ``Budget.content_retries`` times, and a reply that still does not parse closes the run by the
@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fllm_cli.content import Language
 from fllm_cli.errors import BudgetExceeded, ContextOverflow, TimeBudgetExceeded, UsageError
 from fllm_cli.llm.base import ChoiceRequest, GenerateRequest, Model
 from fllm_cli.llm.meter import ModelStats, RunMeter
 from fllm_cli.ltl.automaton import Automaton
-from fllm_cli.ltl.content import Language
 from fllm_cli.ltl.environment import Environment
 from fllm_cli.ltl.languages import ContentRules
 from fllm_cli.ltl.spec import AgentSpec, StateDecl

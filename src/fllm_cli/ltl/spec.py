@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from fllm_cli.content import Language, LanguageError, language_from_text, make_language
 from fllm_cli.diagnostics import Diagnostic, Location, did_you_mean
 from fllm_cli.domain import yamlloc
 from fllm_cli.errors import SpecError, UsageError
-from fllm_cli.ltl.content import Language, LanguageError, language_from_text, make_language
 from fllm_cli.ltl.formula import Formula, atoms_in_order, parse_formula
 from fllm_cli.resources import resolve_spec_path
 from fllm_cli.sexp import Atom, SExp, SList, read, show

@@ -7,7 +7,7 @@ from ``--tool-module``. A tool that raises yields an error observation, never a 
 
 A tool may also declare ``input_language``: the language its input must belong to, in the
 spelling of ``--answer`` (``arithmetic``, ``query``, ``regex:...``, ``json-schema:...``,
-``gbnf:...``) or as a :class:`~fllm_cli.ltl.content.Language`. The runtime then constrains the
+``gbnf:...``) or as a :class:`~fllm_cli.content.Language`. The runtime then constrains the
 ``Action Input`` state that feeds it; the calculator takes ``arithmetic``, search and lookup a
 ``query`` (one short line).
 """
@@ -23,9 +23,9 @@ from difflib import SequenceMatcher
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
+from fllm_cli.content import Language, LanguageError, language_from_text
 from fllm_cli.errors import UsageError
 from fllm_cli.ltl.calculator import evaluate, format_number
-from fllm_cli.ltl.content import Language, LanguageError, language_from_text
 from fllm_cli.textio import read_text
 
 ENTRY_POINT_GROUP = "fllm.tools"

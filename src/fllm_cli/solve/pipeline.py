@@ -8,19 +8,27 @@ after which the pipeline continues from there.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fllm_cli.content import make_language
 from fllm_cli.llm.base import GenerateRequest, Model
 from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.solve.pddl import Check, Task, simulate
 from fllm_cli.solve.problem import Problem
 from fllm_cli.solve.sandbox import ExecResult, Limits, run_code
-from fllm_cli.solve.schema import ReplyError, check_formulation, extract_code, extract_json
+from fllm_cli.solve.schema import (
+    ReplyError,
+    check_formulation,
+    extract_code,
+    extract_json,
+    reply_schema,
+)
 
 
 @dataclass(frozen=True)
@@ -110,15 +118,24 @@ class Session:
         base.update(extra)
         return base
 
-    def ask(self, stage: str, prompt: str) -> str:
-        """Send one prompt, record its cost and trace, and return the reply."""
+    def ask(self, stage: str, prompt: str, schema: dict[str, Any] | None = None) -> str:
+        """Send one prompt, record its cost and trace, and return the reply.
+
+        With ``schema`` the reply is asked for as JSON of that schema: decoded under its grammar
+        by the embedded model, through ``response_format`` by API models that take one.
+        """
         meter = self.stages.get(stage)
         if meter is None:
             meter = self.stages[stage] = self.meter.fork(records=self.trace)
-        gen = meter.generate(
-            GenerateRequest(prompt=prompt, max_tokens=self.settings.max_tokens, kind=stage)
+        grammar = _schema_grammar(json.dumps(schema, sort_keys=True)) if schema else None
+        request = GenerateRequest(
+            prompt=prompt,
+            max_tokens=self.settings.max_tokens,
+            kind=stage,
+            grammar=grammar,
+            schema=schema,
         )
-        return gen.text
+        return meter.generate(request).text
 
     def stats(self) -> dict[str, Any]:
         """Return each stage's model usage and the code runs, as plain data."""
@@ -166,6 +183,11 @@ class Session:
         return result
 
 
+@functools.lru_cache(maxsize=4)
+def _schema_grammar(schema: str) -> str:
+    return make_language("json-schema", schema).gbnf()
+
+
 def define(s: Session, feedback: str = "") -> str:
     """DEFINER: the goal, decision variables and constraints in words."""
     return s.ask("definer", render("solve/definer.j2", s.vars(feedback=feedback))).strip()
@@ -175,14 +197,15 @@ def formulate(s: Session, definition: str, feedback: str = "") -> str:
     """FORMULATOR: the JSON description of every variable, checked; one correction allowed."""
     name = "solve/formulator_steps.j2" if s.problem.multi_step else "solve/formulator.j2"
     prompt = render(name, s.vars(definition=definition, feedback=feedback))
-    reply = s.ask("formulator", prompt)
+    schema = reply_schema(s.problem.multi_step)
+    reply = s.ask("formulator", prompt, schema)
     value, errors = check_formulation(reply, s.problem.multi_step)
     if errors:
         fix = render(
             "solve/correction.j2",
             {"prompt": prompt, "reply": reply, "errors": "; ".join(errors[:12])},
         )
-        reply = s.ask("formulator", fix)
+        reply = s.ask("formulator", fix, schema)
         value, errors = check_formulation(reply, s.problem.multi_step)
     if errors:
         # Still unusable: the code generator gets the raw text, assessment may fix it later.

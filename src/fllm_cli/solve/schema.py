@@ -109,6 +109,44 @@ MULTI_STEP: dict[str, Any] = {
 }
 
 
+# What a FORMULATOR reply is decoded under: a grammar for the embedded model, ``response_format``
+# for API models that take one. The checked schemas above, with "value" narrowed to JSON a
+# decoder can spell (the content languages refuse unconstrained values); replies are still
+# checked against the schemas above, so a back end that ignores the hint loses nothing.
+_VALUE_DECODED: dict[str, Any] = {
+    "anyOf": [
+        {"type": ["string", "number", "boolean", "null"]},
+        {"type": "array", "items": {"type": ["string", "number"]}},
+    ]
+}
+VARIABLE_DECODED: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        name: (_VALUE_DECODED if name == "value" else rule)
+        for name, rule in VARIABLE["properties"].items()
+    },
+    "required": list(VARIABLE["required"]),
+    "additionalProperties": False,
+}
+_TABLE_DECODED: dict[str, Any] = {
+    "type": "object",
+    "minProperties": 1,
+    "additionalProperties": VARIABLE_DECODED,
+}
+
+
+def reply_schema(multi_step: bool) -> dict[str, Any]:
+    """Return the JSON schema a FORMULATOR reply is decoded under."""
+    if not multi_step:
+        return _TABLE_DECODED
+    return {
+        "type": "object",
+        "properties": {stage: _TABLE_DECODED for stage in STAGES},
+        "required": list(STAGES),
+        "additionalProperties": False,
+    }
+
+
 class ReplyError(ValueError):
     """A reply that cannot be read; the message is what the model is told."""
 

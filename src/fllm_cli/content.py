@@ -19,7 +19,9 @@ Supported subsets (documented in docs/agents.md):
   backreferences and lazy quantifiers are refused.
 * **JSON schema**: ``type`` string / number / integer / boolean / null / object / array,
   ``properties`` (every listed property is written, in the listed order), ``items``,
-  ``minItems``/``maxItems``, ``enum``, ``const``, ``anyOf``/``oneOf``; other keywords are refused.
+  ``minItems``/``maxItems``, ``enum``, ``const``, ``anyOf``/``oneOf``, and objects of any keys
+  (``additionalProperties`` with a schema and no ``properties``, ``minProperties``); other
+  keywords are refused.
 * **GBNF**: ``name ::= alternatives`` rules with ``root`` as the start, string literals, character
   classes, ``.``, groups, ``|``, ``* + ? {m} {m,} {m,n}`` and ``#`` comments. Left recursion is
   refused (llama.cpp refuses it too).
@@ -708,6 +710,7 @@ _JSON_SCHEMA_KEYS = {
     "anyOf",
     "oneOf",
     "additionalProperties",
+    "minProperties",
     "title",
     "description",
     "$schema",
@@ -834,6 +837,9 @@ class _SchemaCompiler:
         props = schema.get("properties", {})
         if not isinstance(props, dict):
             raise LanguageError(f"json schema {where}: properties must be an object")
+        extra = schema.get("additionalProperties")
+        if not props and isinstance(extra, dict):
+            return self._map(schema, extra, where)
         ws = Ref("json-ws")
         parts: list[Node] = [Lit("{"), ws]
         for i, (key, sub) in enumerate(props.items()):
@@ -843,6 +849,19 @@ class _SchemaCompiler:
             parts += [_json_literal(str(key)), ws, Lit(":"), ws, value]
         parts += [ws, Lit("}")]
         return Seq(tuple(parts))
+
+    def _map(self, schema: dict[str, Any], values: dict[str, Any], where: str) -> Node:
+        """An object of any keys whose values all follow ``values`` (at least minProperties)."""
+        low = schema.get("minProperties", 0)
+        if not isinstance(low, int) or low < 0:
+            raise LanguageError(f"json schema {where}: minProperties must be an integer >= 0")
+        value = self._rule(self.compile(values, f"{where}/additionalProperties"))
+        ws = Ref("json-ws")
+        entry = self._rule(Seq((Ref("json-string"), ws, Lit(":"), ws, value)))
+        body: Node = Seq((entry, Rep(Seq((ws, Lit(","), ws, entry)), max(0, low - 1), None)))
+        if low == 0:
+            body = Rep(body, 0, 1)
+        return Seq((Lit("{"), ws, body, ws, Lit("}")))
 
 
 def _json_literal(value: Any) -> Node:
