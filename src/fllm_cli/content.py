@@ -934,6 +934,13 @@ class Language:
         lines = ['root ::= " "? c-root "\\n"?', *write_gbnf(self.rules, prefix="c-")]
         return "\n".join(lines) + "\n"
 
+    def json_schema(self) -> dict[str, Any] | None:
+        """Return the JSON schema of a json-schema language (for providers' structured replies)."""
+        if self.kind != "json-schema":
+            return None
+        value = json.loads(self.source)
+        return value if isinstance(value, dict) else None
+
     def describe(self) -> str:
         """Return a short human description (for prompts and messages)."""
         if self.description:

@@ -421,3 +421,13 @@ def test_missing_spec_language_problem_is_a_spec_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as info:
         load_agent(str(bad))
     assert "unknown language 'nonsense'" in str(info.value)
+
+
+def test_a_json_schema_language_hands_its_schema_to_providers() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    assert make_language("json-schema", schema).json_schema() == schema
+    assert language_from_text('json-schema:{"type": "integer"}').json_schema() == {
+        "type": "integer"
+    }
+    assert make_language("regex", "a+").json_schema() is None
+    assert make_language("name", "number").json_schema() is None

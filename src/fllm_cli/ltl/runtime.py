@@ -386,6 +386,7 @@ class AgentRunner:
             max_tokens=self.budget.max_tokens,
             kind="agent-state" if problem is None else "agent-state-retry",
             grammar=language.gbnf() if language is not None else None,
+            schema=language.json_schema() if language is not None else None,
         )
         try:
             generation = self.meter.generate(request, state=step.state)
