@@ -275,6 +275,12 @@ def word_line_numbers(text: str) -> list[int]:
     return [n for n, line in enumerate(text.splitlines(), 1) if _plan_item(line)]
 
 
-def verify(problem: Problem, word: list[str]) -> Verdict:
-    """Decide whether ``word`` is a valid plan for the problem."""
-    return problem.verify(word)
+def verify(problem: Problem, word: list[str], doc: dict[str, Any] | None = None) -> Verdict:
+    """Decide whether ``word`` is a valid plan for the problem.
+
+    With the plan's document, what the model wrote in it (notes) is checked too.
+    """
+    verdict = problem.verify(word)
+    if verdict.valid and doc is not None:
+        return problem.check_document(doc, verdict)
+    return verdict

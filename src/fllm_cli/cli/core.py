@@ -306,7 +306,7 @@ def verify(
         variables=variables,
         require_vars=False,
     )
-    verdict = api.verify(problem, word)
+    verdict = api.verify(problem, word, doc)
     where = _failure_place(verdict, text, shown, doc) if not verdict.valid else None
     steps = problem.steps(verdict) if verdict.valid else []
     report = {

@@ -16,11 +16,13 @@ from typing import Any
 
 import jinja2
 
+from fllm_cli.content import LanguageError, language_from_text
 from fllm_cli.diagnostics import Location
 from fllm_cli.domain.model import (
     AutomatonSpec,
     Binding,
     CounterSpec,
+    NoteSpec,
     StateSpec,
     Text,
     TransitionSpec,
@@ -35,7 +37,11 @@ ANY_SPELLINGS = {"∀", "*", "any"}
 EPSILON = {"ε", "eps", "epsilon"}
 AUTOMATON_KEYS = {"states", "start", "accept", "stack", "counters", "transitions", "order"}
 STATE_KEYS = {"name", "question", "template", "for", "when"}
-TRANSITION_KEYS = {"from", "to", "input", "pop", "push", "count", "option", "step", "for", "when"}
+TRANSITION_KEYS = {
+    "from", "to", "input", "pop", "push", "count", "option", "step", "note", "for", "when",
+}  # fmt: skip
+NOTE_KEYS = {"ask", "language", "max_tokens"}
+MAX_NOTE_TOKENS = 2000
 STACK_KEYS = {"alphabet", "initial"}
 ACCEPT_KEYS = {"states", "stack_top"}
 COUNTER_KEYS = {"min", "max"}
@@ -336,8 +342,33 @@ def _transition(reader: Reader, m: Node, binding: dict[str, Any]) -> TransitionS
         count=field("count"),
         option=_text(reader, get(m, "option"), frozen, "option"),
         step=tuple(step),
+        note=_note(reader, get(m, "note"), frozen),
         loc=m.loc,
     )
+
+
+def _note(reader: Reader, node: Node | None, frozen: Binding) -> NoteSpec | None:
+    """Read a transition's ``note: {ask, language, max_tokens}``; a bad language is located."""
+    m = reader.mapping(node, "a note", NOTE_KEYS)
+    if m is None:
+        return None
+    ask = _text(reader, Reader.get(m, "ask"), frozen, "note.ask")
+    if ask is None:
+        reader.error("a note needs 'ask': what the model should write", m.loc)
+        return None
+    language_node = Reader.get(m, "language")
+    language = reader.string(language_node, "note.language") or "line"
+    try:
+        language_from_text(language)
+    except LanguageError as exc:
+        where = language_node.loc if language_node is not None else m.loc
+        reader.error(f"note.language: {exc}", where)
+        return None
+    tokens = reader.integer(Reader.get(m, "max_tokens"), "note.max_tokens", minimum=1)
+    if tokens is not None and tokens > MAX_NOTE_TOKENS:
+        reader.error(f"note.max_tokens is at most {MAX_NOTE_TOKENS}, got {tokens}", m.loc)
+        tokens = MAX_NOTE_TOKENS
+    return NoteSpec(ask, language, tokens or 60, m.loc)
 
 
 def _transitions(reader: Reader, node: Node | None) -> list[TransitionSpec]:

@@ -140,6 +140,20 @@ class StateSpec:
 
 
 @dataclass(frozen=True)
+class NoteSpec:
+    """Free text the model writes for a step once the plan is found, in a content language.
+
+    ``ask`` is the instruction (a template like ``step``); ``language`` is spelt as ``--answer``
+    is (a named language, ``regex:``, ``json-schema:``, ``gbnf:``, or a bare regex).
+    """
+
+    ask: Text
+    language: str = "line"
+    max_tokens: int = 60
+    loc: Location = NOWHERE
+
+
+@dataclass(frozen=True)
 class TransitionSpec:
     """``(read, pop; push)``; ``pop`` None = any symbol, ``push`` None = leave the top alone."""
 
@@ -151,6 +165,7 @@ class TransitionSpec:
     count: str | None = None
     option: Text | None = None
     step: tuple[tuple[str, Text], ...] = ()
+    note: NoteSpec | None = None
     loc: Location = NOWHERE
 
 

@@ -11,13 +11,22 @@ from fllm_cli.automaton.explicit import (
     verify_explicit,
 )
 from fllm_cli.automaton.pda import Config
+from fllm_cli.content import language_from_text
 from fllm_cli.diagnostics import Diagnostic
 from fllm_cli.domain.check import check_automaton_structure, check_templates, has_errors
 from fllm_cli.domain.model import Domain, Task
 from fllm_cli.errors import UsageError
 from fllm_cli.kinds.base import Compiled, Kind
+from fllm_cli.llm.meter import RunMeter
 from fllm_cli.plan.document import FORMAT_VERSION, step_lines
-from fllm_cli.search.automaton_prompting import AutomatonPrompter, plan_steps
+from fllm_cli.search.automaton_prompting import (
+    AutomatonPrompter,
+    plan_steps,
+    recorded_moves,
+    step_text,
+)
+from fllm_cli.search.notes import write_note
+from fllm_cli.search.planner import Budgets
 from fllm_cli.verify import Verdict
 
 
@@ -58,6 +67,52 @@ class AutomatonCompiled(Compiled):
         if stats is not None:
             doc["stats"] = stats
         return doc, None
+
+    def finish(self, doc: dict[str, Any], final: Config, meter: RunMeter, budgets: Budgets) -> bool:
+        """Write the notes the domain asks for, each in its content language (see NoteSpec)."""
+        spec = self.domain.automaton
+        assert spec is not None
+        moves = recorded_moves(spec, self.epda, final, self.vars)
+        lines = step_lines({"steps": [record for record, _ in moves]}, self.task)
+        asked = False
+        for (record, index), step in zip(moves, doc["steps"]):
+            note = spec.transitions[index].note
+            if note is None:
+                continue
+            calls = budgets.max_llm_calls
+            if calls is not None and meter.stats.llm_calls >= calls:
+                step["note_error"] = "not written: no model calls were left (--max-llm-calls)"
+                continue
+            asked = True
+            text, error = write_note(
+                meter, note, spec.transitions[index].source,
+                {"intro": self.domain.intro, "task": self.task.text, "steps": lines,
+                 "number": record["id"], "step": step_text(record), **self.vars},
+            )  # fmt: skip
+            if error is None:
+                step["note"] = text
+            else:
+                step["note_error"] = error
+        return asked
+
+    def check_document(self, doc: dict[str, Any], verdict: Verdict) -> Verdict:
+        """Check each step's note against its transition's language; name the first outside."""
+        spec = self.domain.automaton
+        steps = doc.get("steps")
+        if spec is None or verdict.config is None or not isinstance(steps, list):
+            return verdict
+        moves = recorded_moves(spec, self.epda, verdict.config, self.vars)
+        for (record, index), step in zip(moves, steps):
+            note = spec.transitions[index].note
+            if note is None or not isinstance(step, dict) or "note" not in step:
+                continue
+            language = language_from_text(note.language)
+            text = step["note"]
+            problem = language.check(text) if isinstance(text, str) else "it is not text"
+            if problem is not None:
+                reason = f"the note of step {record['id']} is not {language.describe()}: {problem}"
+                return Verdict(False, None, verdict.config.n_word, reason, None)
+        return verdict
 
     def verified_document(self, verdict: Verdict, model: str = "") -> dict[str, Any]:
         """Return the plan document of a verified word."""

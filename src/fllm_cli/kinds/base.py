@@ -84,6 +84,11 @@ class Compiled(ABC):
     def verify(self, word: list[str]) -> Verdict:
         """Decide whether ``word`` is a valid plan of this task."""
 
+    def check_document(self, doc: dict[str, Any], verdict: Verdict) -> Verdict:
+        """Check what a valid plan's document adds to its word (notes); the kinds without
+        such text accept the verdict as it is."""
+        return verdict
+
     @abstractmethod
     def document(
         self, final: Config, model: str, stats: dict[str, Any] | None = None
@@ -175,7 +180,17 @@ class Compiled(ABC):
         wrong = self.check_planned(doc["word"], derivation)
         if wrong is not None:  # a bug, never a user's problem: refuse to present it as valid
             raise NoPlanError(f"internal error: planned word failed verification: {wrong}")
+        meter = RunMeter.wrap(model).fork(max_cost=budgets.max_cost, records=trace, stats=stats)
+        if self.finish(doc, final, meter, budgets):
+            doc["stats"] = stats.as_dict()
         return PlanResult(doc, derivation, stats, trace)
+
+    def finish(self, doc: dict[str, Any], final: Config, meter: RunMeter, budgets: Budgets) -> bool:
+        """Complete a found plan's document with model-written text (notes); True if it asked.
+
+        The plan itself is fixed by then: what is written here never changes its validity.
+        """
+        return False
 
 
 class Kind(ABC):

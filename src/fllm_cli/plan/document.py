@@ -60,7 +60,8 @@ def step_lines(doc: dict[str, Any], task: Task) -> list[str]:
     lines = []
     for step in doc.get("steps", []):
         if "tool" not in step:
-            lines.append(f"Step {step['id']}: {step_label(step)}")
+            note = f" — {step['note']}" if step.get("note") else ""
+            lines.append(f"Step {step['id']}: {step_label(step)}{note}")
             continue
         ins = " and ".join(describe_input(r, task) for r in step["inputs"]) or "nothing"
         lines.append(f"Step {step['id']}: {step['tool']} on {ins} → {step['output']}")
@@ -74,7 +75,8 @@ def step_label(step: dict[str, Any]) -> str:
     for key in ("text", "step"):
         if key in step:
             return str(step[key])
-    return ", ".join(f"{k}: {v}" for k, v in step.items() if k not in ("id", "input"))
+    hidden = ("id", "input", "note", "note_error")
+    return ", ".join(f"{k}: {v}" for k, v in step.items() if k not in hidden)
 
 
 def _task_from_doc(doc: dict[str, Any]) -> Task:

@@ -41,14 +41,21 @@ def plan_steps(
     spec: AutomatonSpec, pda: ExplicitPDA, config: Config, variables: dict[str, str]
 ) -> list[dict[str, Any]]:
     """Return the recorded steps of a configuration's path, in the domain's display order."""
-    records = []
+    return [record for record, _ in recorded_moves(spec, pda, config, variables)]
+
+
+def recorded_moves(
+    spec: AutomatonSpec, pda: ExplicitPDA, config: Config, variables: dict[str, str]
+) -> list[tuple[dict[str, Any], int]]:
+    """Return (step record, transition index) for each recorded step, in display order."""
+    pairs = []
     for index in pda.path(config):
         record = step_record(spec, index, variables)
         if record:
-            records.append({**record, "input": pda.transitions[index].read})
+            pairs.append(({**record, "input": pda.transitions[index].read}, index))
     if spec.order == "reverse":
-        records.reverse()
-    return [{"id": i, **r} for i, r in enumerate(records, 1)]
+        pairs.reverse()
+    return [({"id": i, **r}, index) for i, (r, index) in enumerate(pairs, 1)]
 
 
 class StepIndex:
