@@ -12,3 +12,17 @@ def broken(text: str) -> str:
 
 
 TOOLS = [shout, broken]
+
+
+class Square:
+    """A tool that declares its input language."""
+
+    name = "square"
+    description = "returns the square of a whole number"
+    input_language = "integer"
+
+    def __call__(self, text: str) -> str:
+        return str(int(text) ** 2)
+
+
+TOOLS.append(Square())

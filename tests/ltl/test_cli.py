@@ -203,3 +203,24 @@ def test_check_trace_names_a_step_outside_its_language(tmp_path: Path, fllm_inpr
     assert f"{f}:4: example 1: the text of 'Action Input:' is not an arithmetic expression" in flat
     code, out, _ = fllm_inproc("check-trace", REACT, str(f))  # no --tools: order only
     assert code == 0
+
+
+def test_check_trace_applies_the_input_language_a_module_tool_declares(
+    tmp_path: Path, fllm_inproc: InProc
+) -> None:
+    trace = (
+        "Question: q\nThought: t\nAction: square\nAction Input: {x}\nObservation: 25\n"
+        "Final Thought: done\nAnswer: 25\n"
+    )
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text(trace.format(x="5"))
+    bad.write_text(trace.format(x="five"))
+    args = ("--tools", "square", "--tool-module", "tests.ltl.sample_tools", "-f", "json")
+    code, out, err = fllm_inproc("check-trace", REACT, str(good), *args)
+    assert code == 0, out + err
+    code, out, _ = fllm_inproc("check-trace", REACT, str(bad), *args)
+    violation = json.loads(out)["examples"][0]["violation"]
+    assert code == 1 and violation["line"] == 4 and "whole number" in violation["message"]
+    # Without the module the tool's language is unknown, and the input is not checked.
+    code, _, _ = fllm_inproc("check-trace", REACT, str(bad), "--tools", "square", "-f", "json")
+    assert code == 0

@@ -243,22 +243,26 @@ def check_trace_command(
     answer: str = typer.Option(
         None, "--answer", help="Language the answer must belong to (as for 'fllm agent')."
     ),
+    tool_module: list[str] = typer.Option(
+        [],
+        "--tool-module",
+        help="Python module with TOOLS or make_tools(context): their input languages apply.",
+    ),
     fmt: str = format_option(CHECK_FORMATS),
     out_file: OutOpt = None,
     quiet: QuietOpt = False,
 ) -> int:
     """Check that transcripts follow an agent spec; report the first violation of each example."""
     from fllm_cli.ltl.languages import content_rules
-    from fllm_cli.ltl.tools import builtin_input_languages
+    from fllm_cli.ltl.tools import declared_input_languages
     from fllm_cli.ltl.trace import check_transcript
 
     fmt = check_format(fmt, CHECK_FORMATS, {"text": "rich"})
     agent_spec, automaton = api.load_agent(spec)
     text = read_text_arg(file)
     tool_names = tuple(_split_names(tools)) if tools else None
-    rules = content_rules(
-        agent_spec, builtin_input_languages(tool_names or ()), answer_language(answer)
-    )
+    languages = declared_input_languages(tool_names or (), tool_module)
+    rules = content_rules(agent_spec, languages, answer_language(answer))
     results = check_transcript(agent_spec, automaton, text, split or None, tool_names, rules)
     failed = [r for r in results if not r.ok]
     if fmt == "json" or out_file:

@@ -192,6 +192,37 @@ def builtin_input_languages(names: Iterable[str]) -> dict[str, Language]:
     return out
 
 
+def declared_input_languages(
+    names: Iterable[str], modules: Iterable[str] = ()
+) -> dict[str, Language]:
+    """Return the input languages of the named tools without running any (for check-trace).
+
+    Built-ins come from their table; other names are looked up among the tools of ``modules``
+    (``--tool-module``) and the ``fllm.tools`` plugins, which are loaded but never called.
+    Keys are lower-case tool names; a tool without a declared language has no entry.
+    """
+    wanted = [n.strip() for n in names if n.strip()]
+    out = builtin_input_languages(wanted)
+    rest = [n for n in wanted if n.lower() not in out and n.lower() not in BUILTIN]
+    if not rest:
+        return out
+    context = ToolContext()
+    pool: dict[str, Tool] = {}
+    for module in modules:
+        pool.update(module_tools(module, context))
+    if any(n.lower() not in {k.lower() for k in pool} for n in rest):
+        for key, tool in plugin_tools(context).items():
+            pool.setdefault(key, tool)
+    by_lower = {k.lower(): (k, t) for k, t in pool.items()}
+    for name in rest:
+        if name.lower() in by_lower:
+            key, tool = by_lower[name.lower()]
+            language = input_language(tool, key)
+            if language is not None:
+                out[name.lower()] = language
+    return out
+
+
 def as_tool(obj: Any, name: str | None = None) -> Tool:
     """Accept a tool object or a plain function; anything else is a UsageError."""
     if isinstance(obj, Tool):
