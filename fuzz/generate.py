@@ -178,6 +178,22 @@ def grammar_domain(rng: random.Random, bend: float = 0.15) -> dict:
     return doc
 
 
+NOTE_LANGUAGES = [
+    "line", "integer", "yes-no", "number", "arithmetic", "regex:(a|b)+", "[0-9]{2}",
+    'json-schema:{"type": "integer"}', 'gbnf:root ::= "x"+', "regex:(", "bogus(", "",
+]  # fmt: skip
+
+
+def _note(rng: random.Random) -> object:
+    """A step's note: mostly well formed, sometimes broken in one way."""
+    note = {"ask": rng.choice(["Say why.", "Give a number for {{ state }}.", "{{ nope }}"])}
+    if rng.random() < 0.8:
+        note["language"] = rng.choice(NOTE_LANGUAGES)
+    if rng.random() < 0.4:
+        note["max_tokens"] = rng.choice([1, 5, 60, 5000, -1, "many"])
+    return rng.choice([note, note, note, {"language": "line"}, "just text", {"ask": 3}])
+
+
 def automaton_domain(rng: random.Random, bend: float = 0.15) -> dict:
     """A random explicit automaton (sometimes with a stack, counters, a family)."""
     n = rng.randint(1, 6)
@@ -201,6 +217,8 @@ def automaton_domain(rng: random.Random, bend: float = 0.15) -> dict:
             t["option"] = f"Do {t.get('input', 'nothing')}."
         if rng.random() < 0.3:
             t["step"] = rng.choice(["a step", {"text": "x", "activity": "y"}])
+        if rng.random() < 0.15:
+            t["note"] = _note(rng)
         transitions.append(t)
     auto: dict = {
         "start": states[0],

@@ -62,6 +62,8 @@ def check_automaton(
         if t.read is not None and t.read.startswith("input:"):
             error(f"input symbol '{t.read}' must not start with 'input:'", t.loc)
         texts = [("option", t.option)] + [(f"step.{k}", v) for k, v in t.step]
+        if t.note is not None:
+            texts.append(("note.ask", t.note.ask))
         for what, text in texts:
             _check_text(text, names, what, error)
     for s in spec.states:

@@ -23,6 +23,7 @@ from fllm_cli.search.automaton_prompting import (
     AutomatonPrompter,
     plan_steps,
     recorded_moves,
+    render_intro,
     step_text,
 )
 from fllm_cli.search.notes import write_note
@@ -85,9 +86,10 @@ class AutomatonCompiled(Compiled):
                 continue
             asked = True
             text, error = write_note(
-                meter, note, spec.transitions[index].source,
-                {"intro": self.domain.intro, "task": self.task.text, "steps": lines,
-                 "number": record["id"], "step": step_text(record), **self.vars},
+                meter, note, spec.transitions[index].source, self.vars,
+                {"intro": render_intro(self.domain, self.vars), "task": self.task.text,
+                 "steps": lines,
+                 "number": record["id"], "step": step_text(record)},
             )  # fmt: skip
             if error is None:
                 step["note"] = text

@@ -22,11 +22,19 @@ TRIES = 2  # the first reply, and one more with the problem shown
 
 
 def write_note(
-    meter: RunMeter, note: NoteSpec, state: str, variables: dict[str, Any]
+    meter: RunMeter,
+    note: NoteSpec,
+    state: str,
+    scenario: dict[str, str],
+    variables: dict[str, Any],
 ) -> tuple[str, str | None]:
-    """Return (note text, None), or ("", why it was left out)."""
+    """Return (note text, None), or ("", why it was left out).
+
+    ``ask`` is rendered like a step (the scenario variables, the family's loop variables);
+    ``variables`` fill the prompt template (intro, task, steps, number, step).
+    """
     language = language_from_text(note.language)
-    ask = render_text(note.ask, {k: str(v) for k, v in variables.items()}, state)
+    ask = render_text(note.ask, scenario, state)
     problem = None
     for _ in range(TRIES):
         prompt = render(
