@@ -67,6 +67,8 @@ def test_the_embedded_model_writes_notes_verify_accepts(tmp_path: Path) -> None:
         ("{language: line}", "a note needs 'ask'"),
         ("{ask: Say it., max_tokens: 9999}", "note.max_tokens is at most 2000"),
         ("{ask: Say it., colour: red}", "colour"),
+        ("{ask: '{{ nope }}'}", "note.ask uses undefined variable 'nope'"),
+        ("just words", "a note must be a mapping"),
     ],
 )
 def test_a_bad_note_is_a_located_error(note: str, needle: str, tmp_path: Path) -> None:
