@@ -818,10 +818,8 @@ class _SchemaCompiler:
         if "items" not in schema:
             raise LanguageError(f"json schema {where}: an array needs 'items'")
         item = self._rule(self.compile(schema["items"], f"{where}/items"))
-        low = schema.get("minItems", 0)
-        high = schema.get("maxItems")
-        if not isinstance(low, int) or (high is not None and not isinstance(high, int)):
-            raise LanguageError(f"json schema {where}: minItems/maxItems must be integers")
+        low = _count(schema, "minItems", where)
+        high = _count(schema, "maxItems", where) if "maxItems" in schema else None
         ws = Ref("json-ws")
         more = Seq((ws, Lit(","), ws, item))
         if high == 0:
@@ -838,8 +836,23 @@ class _SchemaCompiler:
         if not isinstance(props, dict):
             raise LanguageError(f"json schema {where}: properties must be an object")
         extra = schema.get("additionalProperties")
+        if extra is True:
+            raise LanguageError(
+                f"json schema {where}: additionalProperties: true allows any value; "
+                "give a schema for the values"
+            )
         if not props and isinstance(extra, dict):
             return self._map(schema, extra, where)
+        if isinstance(extra, dict):
+            raise LanguageError(
+                f"json schema {where}: additionalProperties with a schema works only without "
+                "properties (an object of any keys)"
+            )
+        if _count(schema, "minProperties", where) > len(props):
+            raise LanguageError(
+                f"json schema {where}: minProperties needs additionalProperties with a schema "
+                "(only the listed properties are written)"
+            )
         ws = Ref("json-ws")
         parts: list[Node] = [Lit("{"), ws]
         for i, (key, sub) in enumerate(props.items()):
@@ -852,9 +865,7 @@ class _SchemaCompiler:
 
     def _map(self, schema: dict[str, Any], values: dict[str, Any], where: str) -> Node:
         """An object of any keys whose values all follow ``values`` (at least minProperties)."""
-        low = schema.get("minProperties", 0)
-        if not isinstance(low, int) or low < 0:
-            raise LanguageError(f"json schema {where}: minProperties must be an integer >= 0")
+        low = _count(schema, "minProperties", where)
         value = self._rule(self.compile(values, f"{where}/additionalProperties"))
         ws = Ref("json-ws")
         entry = self._rule(Seq((Ref("json-string"), ws, Lit(":"), ws, value)))
@@ -862,6 +873,16 @@ class _SchemaCompiler:
         if low == 0:
             body = Rep(body, 0, 1)
         return Seq((Lit("{"), ws, body, ws, Lit("}")))
+
+
+def _count(schema: dict[str, Any], key: str, where: str) -> int:
+    """Return a count keyword (0 when absent): an integer from 0 to MAX_REPEAT."""
+    value = schema.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPEAT:
+        raise LanguageError(
+            f"json schema {where}: {key} must be an integer from 0 to {MAX_REPEAT}, got {value!r}"
+        )
+    return value
 
 
 def _json_literal(value: Any) -> Node:

@@ -238,6 +238,9 @@ def test_a_plan_cut_short_keeps_its_steps_beside_the_output(tmp_path: Path) -> N
     assert doc["stats"]["steps"] == 301 and doc["model"] == "random:1"
     code, _, err = run_fllm("verify", str(spec), str(partial))
     assert code == 1 and "a partial record of a failed run" in err
+    # A partial file that cannot be written does not hide the planner's own error.
+    code, _, err = run_fllm(*argv, "-o", str(tmp_path / "no-such-folder" / "p.json"))
+    assert code == 1 and "--max-moves 300" in err and "were not kept" in err
     # A rendering (here Mermaid) of a plan that does not exist is not written at all.
     code, _, _ = run_fllm(*argv, "-f", "mermaid", "-o", str(tmp_path / "p.mmd"))
     assert code == 1 and not list(tmp_path.glob("p.*"))

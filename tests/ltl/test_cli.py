@@ -221,6 +221,9 @@ def test_check_trace_applies_the_input_language_a_module_tool_declares(
     code, out, _ = fllm_inproc("check-trace", REACT, str(bad), *args)
     violation = json.loads(out)["examples"][0]["violation"]
     assert code == 1 and violation["line"] == 4 and "whole number" in violation["message"]
+    # Without --tools, every tool of the module brings its language.
+    code, _, _ = fllm_inproc("check-trace", REACT, str(bad), *args[2:])
+    assert code == 1
     # Without the module the tool's language is unknown, and the input is not checked.
     code, _, _ = fllm_inproc("check-trace", REACT, str(bad), "--tools", "square", "-f", "json")
     assert code == 0

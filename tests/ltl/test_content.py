@@ -431,3 +431,32 @@ def test_a_json_schema_language_hands_its_schema_to_providers() -> None:
     }
     assert make_language("regex", "a+").json_schema() is None
     assert make_language("name", "number").json_schema() is None
+
+
+@pytest.mark.parametrize(
+    ("schema", "needle"),
+    [
+        ({"type": "object", "minProperties": 1}, "minProperties needs additionalProperties"),
+        ({"type": "object", "additionalProperties": True}, "allows any value"),
+        (
+            {"type": "object", "properties": {"a": {"type": "integer"}},
+             "additionalProperties": {"type": "integer"}},
+            "works only without properties",
+        ),
+        ({"type": "object", "minProperties": True, "additionalProperties": {"type": "integer"}},
+         "minProperties must be an integer from 0 to 1000"),
+        ({"type": "array", "items": {"type": "integer"}, "minItems": 10**9}, "minItems must be"),
+    ],
+)  # fmt: skip
+def test_schemas_the_languages_cannot_mean_are_refused(schema: dict, needle: str) -> None:
+    with pytest.raises(LanguageError, match=needle):
+        make_language("json-schema", schema)
+
+
+def test_an_object_of_any_keys() -> None:
+    language = make_language(
+        "json-schema",
+        {"type": "object", "minProperties": 2, "additionalProperties": {"type": "integer"}},
+    )
+    assert language.check('{"a": 1, "b": 2}') is None
+    assert language.check('{"a": 1}') is not None and language.check('{"a": "x", "b": 1}')

@@ -172,3 +172,30 @@ def test_cli_search_flag(openagi: str) -> None:
         "plan", openagi, README_TASK, "--model", "random:1", "--search", "depth", "-f", "json"
     )
     assert code == 2 and "unknown search 'depth'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_plan_too_long_for_the_beam_falls_back_to_asking(tmp_path: Path) -> None:
+    # A chain of 420 tools whose outputs are all far away: every plan is longer than the beam's
+    # depth cap, so evidence cannot rank the interfaces; the interface is then asked for.
+    n = 420
+    lines = ["fllm: 1", "name: chain", "modalities:"]
+    lines += [f"  m{i}: {{phrase: stage {i}}}" for i in range(n + 1)]
+    lines += [f"task: {{inputs: [m0], outputs: [m{n}, m{n - 1}]}}", "tools:"]
+    tool = "  - {{name: T{0}, description: bl{1}ify, inputs: [m{0}], output: m{2}}}"
+    lines += [tool.format(i, _letters(i), i + 1) for i in range(n)]
+    spec = tmp_path / "chain.yaml"
+    spec.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    trace: list[dict] = []
+    doc = api.plan_task(str(spec), f"please bl{_letters(5)}ify it", RandomModel(1), trace=trace)
+    doc = doc.document
+    assert doc["valid"] and doc["output"] in (f"m{n}", f"m{n - 1}")
+    assert any(r.get("kind") == "interface" for r in trace)  # asked, not ranked
+
+
+def _letters(i: int) -> str:
+    """A word of letters only for ``i`` (the relevance tokenizer splits digits off)."""
+    out = ""
+    for _ in range(3):
+        i, r = divmod(i, 26)
+        out += chr(97 + r)
+    return out

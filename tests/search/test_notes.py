@@ -39,6 +39,29 @@ def test_notes_are_written_in_their_languages_and_retried_once() -> None:
     assert not verdict.valid and "the note of step 2 is not a whole number" in verdict.reason
 
 
+def test_a_back_end_failing_during_the_notes_costs_the_notes_not_the_plan(tmp_path: Path) -> None:
+    answers = tmp_path / "a.txt"
+    answers.write_text("1\n", encoding="utf-8")  # the choice, then nothing for the notes
+    out = tmp_path / "plan.json"
+    code, _, err = run_fllm("plan", STUDY, TASK, "--search", "greedy", "--model",
+                            f"scripted:{answers}", "-o", str(out))  # fmt: skip
+    assert code == 0, err
+    steps = json.loads(out.read_text())["steps"]
+    assert len(steps) == 3 and all("note" not in s for s in steps)
+    assert all("ran out of answers" in s["note_error"] for s in steps)
+
+
+def test_the_notes_stay_within_max_llm_calls() -> None:
+    # The choice and one note call: the invalid "x" is not asked again (no call left).
+    model = ScriptedModel(["2", "x", "y", "5"])
+    budgets = api.Budgets(max_llm_calls=2)
+    doc = api.plan_task(STUDY, TASK, model, search="greedy", budgets=budgets).document
+    assert doc["stats"]["llm_calls"] == 2 and list(model.answers) == ["y", "5"]
+    first, *rest = doc["steps"]
+    assert "not a whole number" in first["note_error"]
+    assert all("no model calls were left" in s["note_error"] for s in rest)
+
+
 def test_no_notes_when_no_model_calls_are_left() -> None:
     model = ScriptedModel(["2"])
     budgets = api.Budgets(max_llm_calls=1)

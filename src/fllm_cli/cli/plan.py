@@ -165,8 +165,12 @@ def plan(
         if trace_file:
             _write_trace(trace_file, trace)
         if out_file and exc.partial is not None and fmt in ("json", "rich"):
-            kept = _write_partial(out_file, exc, task, domain.name, resolve_model_name(model))
-            exc.hint = "; ".join(filter(None, [exc.hint, f"the steps so far are in {kept}"]))
+            try:
+                kept = _write_partial(out_file, exc, task, domain.name, resolve_model_name(model))
+                note = f"the steps so far are in {kept}"
+            except UsageError as failed:  # the planner's error is the one to report
+                note = f"the steps so far were not kept: {failed.message}"
+            exc.hint = "; ".join(filter(None, [exc.hint, note]))
         raise
     finally:
         backend.close()

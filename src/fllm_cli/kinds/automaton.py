@@ -15,7 +15,7 @@ from fllm_cli.content import language_from_text
 from fllm_cli.diagnostics import Diagnostic
 from fllm_cli.domain.check import check_automaton_structure, check_templates, has_errors
 from fllm_cli.domain.model import Domain, Task
-from fllm_cli.errors import UsageError
+from fllm_cli.errors import FllmError, UsageError
 from fllm_cli.kinds.base import Compiled, Kind
 from fllm_cli.llm.meter import RunMeter
 from fllm_cli.plan.document import FORMAT_VERSION, step_lines
@@ -76,21 +76,32 @@ class AutomatonCompiled(Compiled):
         moves = recorded_moves(spec, self.epda, final, self.vars)
         lines = step_lines({"steps": [record for record, _ in moves]}, self.task)
         asked = False
+        stopped: str | None = None  # why no further note is asked for
         for (record, index), step in zip(moves, doc["steps"]):
             note = spec.transitions[index].note
             if note is None:
                 continue
             calls = budgets.max_llm_calls
-            if calls is not None and meter.stats.llm_calls >= calls:
-                step["note_error"] = "not written: no model calls were left (--max-llm-calls)"
+            left = None if calls is None else calls - meter.stats.llm_calls
+            if stopped is None and left is not None and left <= 0:
+                stopped = "no model calls were left (--max-llm-calls)"
+            if stopped is not None:
+                step["note_error"] = f"not written: {stopped}"
                 continue
             asked = True
-            text, error = write_note(
-                meter, note, spec.transitions[index].source, self.vars,
-                {"intro": render_intro(self.domain, self.vars), "task": self.task.text,
-                 "steps": lines,
-                 "number": record["id"], "step": step_text(record)},
-            )  # fmt: skip
+            try:
+                text, error = write_note(
+                    meter, note, spec.transitions[index].source, self.vars,
+                    {"intro": render_intro(self.domain, self.vars), "task": self.task.text,
+                     "steps": lines, "number": record["id"], "step": step_text(record)},
+                    calls_left=left,
+                )  # fmt: skip
+            except FllmError as exc:
+                # The plan is found and checked: a failing back end or a spent budget costs
+                # the notes, never the plan.
+                stopped = exc.message
+                step["note_error"] = f"not written: {stopped}"
+                continue
             if error is None:
                 step["note"] = text
             else:

@@ -199,9 +199,13 @@ def declared_input_languages(
 
     Built-ins come from their table; other names are looked up among the tools of ``modules``
     (``--tool-module``) and the ``fllm.tools`` plugins, which are loaded but never called.
+    Without ``names``, every tool of ``modules`` counts.
     Keys are lower-case tool names; a tool without a declared language has no entry.
     """
     wanted = [n.strip() for n in names if n.strip()]
+    modules = list(modules)
+    if not wanted and modules:  # no --tools: every tool of the modules
+        wanted = [key for m in modules for key in module_tools(m, ToolContext())]
     out = builtin_input_languages(wanted)
     rest = [n for n in wanted if n.lower() not in out and n.lower() not in BUILTIN]
     if not rest:

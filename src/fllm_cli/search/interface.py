@@ -198,6 +198,8 @@ def _by_evidence(
     compiled: Compiled,
 ) -> tuple[list[str], str, list[ChoiceResult]]:
     ranked = rank_interfaces(domain, text, options, relevance, compiled)
+    if not ranked:  # no beam reached a complete plan (very long ones): ask, as the paper does
+        return _by_questions(domain, text, model, trace, options)
     top = ranked[0][0]
     tied = [r for r in ranked if abs(r[0] - top) < 1e-9]
     if len(tied) == 1:

@@ -27,16 +27,19 @@ def write_note(
     state: str,
     scenario: dict[str, str],
     variables: dict[str, Any],
+    calls_left: int | None = None,
 ) -> tuple[str, str | None]:
     """Return (note text, None), or ("", why it was left out).
 
     ``ask`` is rendered like a step (the scenario variables, the family's loop variables);
-    ``variables`` fill the prompt template (intro, task, steps, number, step).
+    ``variables`` fill the prompt template (intro, task, steps, number, step). At most
+    ``calls_left`` requests are made (the retry is skipped when only one is left).
     """
     language = language_from_text(note.language)
     ask = render_text(note.ask, scenario, state)
     problem = None
-    for _ in range(TRIES):
+    tries = TRIES if calls_left is None else max(1, min(TRIES, calls_left))
+    for _ in range(tries):
         prompt = render(
             "plan/note.j2",
             {**variables, "ask": ask, "language": language.describe(), "problem": problem},
