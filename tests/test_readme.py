@@ -3,7 +3,8 @@
 Every command in a ```bash block runs, in README order, in one scratch folder that sees the
 repository's files (so `-o plan.json` followed by `verify ... plan.json` works as a reader would
 type it). Commands that need what a test cannot have are skipped only when the README says so on
-the line before them (`# needs an API model`), and `make` targets are skipped because this test
+the line before them (`# needs an API model`, or `# a long measurement, not run by the tests`
+for a benchmark run that takes half an hour), and `make` targets are skipped because this test
 runs inside `make test`. Each transcript block (```` ``` ```` starting with `$ `) is run too, and
 its printed lines must appear in the output. A command that calls the embedded model is marked
 slow; every command has a time limit.
@@ -23,6 +24,7 @@ from tests.conftest import ROOT
 README = ROOT / "README.md"
 LINKED = ("domains", "tests", "prompts", "bench", "docs", "src", ".venv")
 NEEDS_API = "needs an API model"
+LONG_RUN = "a long measurement, not run by the tests"
 # Figures that change from run to run in transcripts: timings and spend in stats lines.
 VOLATILE = re.compile(r"\d+(\.\d+)? s\b|\$\d|LLM calls|tokens")
 
@@ -64,7 +66,7 @@ def _join(lines: list[str], start: int) -> list[tuple[int, str, bool]]:
     for offset, raw in enumerate(lines):
         line = raw.rstrip()
         if not pending and (not line.strip() or line.lstrip().startswith("#")):
-            marked = marked or NEEDS_API in line
+            marked = marked or NEEDS_API in line or LONG_RUN in line
             continue
         if not pending:
             first = start + offset
