@@ -177,3 +177,15 @@ def test_thousands_of_mistakes_draw_fifty_and_count_the_rest(tmp_path: Path) -> 
     code, out, _ = run_fllm("validate", str(spec), "--format", "json", timeout=120)
     listed = json.loads(out)["files"][0]["diagnostics"]
     assert len(listed) == total
+
+
+def test_a_use_limit_that_caps_nothing_does_not_make_planning_quadratic() -> None:
+    # Fuzz seed 25: `max_uses: 1000000000000` made every pending symbol count against a limit
+    # nothing reaches, so look-ahead searches deepened with lists of thousands of symbols
+    # (1.5 s per move, minutes in all). A query now gives up past 256 pending symbols.
+    folder = ROOT / "fuzz" / "findings" / "seed25" / "timeout-domain-tools-09940"
+    code, _, err = run_fllm(
+        "plan", str(folder / "d.yaml"), "ünï ✓", "-i", "q0=m1", "--output", "vector",
+        "--model", "random:39009", "-q", timeout=60,
+    )  # fmt: skip
+    assert code in (0, 1) and "internal error" not in err and "Traceback" not in err

@@ -38,6 +38,7 @@ from fllm_cli.automaton.pda import PDA, Config, DeadEndCheck, PrefixCache
 from fllm_cli.grammar.cfg import INF, Grammar
 
 ANY_TOOL = "@tool"
+MAX_PENDING = 256  # pending symbols past which a look-ahead query gives up (proves nothing)
 
 State = tuple[tuple[str, ...], tuple[int, ...], int, frozenset[str]]
 # Uses per limited terminal, tool steps, costly pending nonterminals, free ones (see _fold).
@@ -378,6 +379,12 @@ class GrammarLookahead(DeadEndCheck):
             return known
         if key in path:
             self._cycle = True
+            return False
+        if len(pending) > MAX_PENDING:
+            # Each node copies and sorts its pending list, so a search that keeps deepening
+            # (a use limit so large that it caps nothing) would cost the square of its depth.
+            # Give up as when the budget runs out: nothing is proven, the move stays offered.
+            self._budget = 0
             return False
         self._budget -= 1
         self.stats.nodes += 1
