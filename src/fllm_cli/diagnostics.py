@@ -43,9 +43,8 @@ class Diagnostic:
         if loc is None or loc.line <= 0:
             return ""
         if source is None:
-            try:
-                source = Path(loc.path).read_text(encoding="utf-8", errors="replace")
-            except OSError:
+            source = source_of(loc.path)
+            if source is None:
                 return ""
         lines = source.splitlines()
         if loc.line > len(lines):
@@ -54,6 +53,16 @@ class Diagnostic:
         gutter = f"{loc.line:>4} | "
         caret = " " * (len(gutter) + max(loc.col - 1, 0)) + "^"
         return f"{gutter}{text}\n{caret}"
+
+
+def source_of(path: str) -> str | None:
+    """Return the text of the file a location names (undecodable bytes replaced), or None."""
+    if not path:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except (OSError, ValueError):
+        return None
 
 
 def article(word: str) -> str:

@@ -26,7 +26,7 @@ from fllm_cli.cli.common import (
 )
 from fllm_cli.cli.options import ConstraintsOpt, DataOpt, OutOpt, check_format, format_option
 from fllm_cli.cli.safe import plain, safe_json
-from fllm_cli.diagnostics import Diagnostic, sort_key
+from fllm_cli.diagnostics import Diagnostic, sort_key, source_of
 from fllm_cli.domain.variables import parse_var_options
 from fllm_cli.errors import UsageError
 from fllm_cli.plan.model import MAX_TREE_DEPTH, Derivation, TreeNode
@@ -135,7 +135,7 @@ def _print_diagnostics(checked: list[tuple[str, list[Diagnostic], str]], quiet: 
             out.print(plain(d.header(), style), soft_wrap=True, highlight=False)
             path = d.location.path if d.location else ""
             if path not in sources:
-                sources[path] = _source_of(path)
+                sources[path] = source_of(path)
             excerpt = d.excerpt(sources[path]) if sources[path] is not None else ""
             if excerpt:
                 out.print(excerpt, markup=False, highlight=False, soft_wrap=True)
@@ -155,15 +155,6 @@ def _print_diagnostics(checked: list[tuple[str, list[Diagnostic], str]], quiet: 
                 highlight=False,
                 soft_wrap=True,
             )
-
-
-def _source_of(path: str) -> str | None:
-    if not path:
-        return None
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except (OSError, ValueError):
-        return None
 
 
 def render_pda(

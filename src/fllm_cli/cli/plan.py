@@ -191,8 +191,7 @@ def _write_partial(path: str, exc: FllmError, task: str, domain: str, model: str
     """Keep what a failed run produced, marked partial and invalid, beside ``path`` (which is
     left as it was: a plan from an earlier run is not lost); return where it went."""
     target = Path(path)
-    stem = target.name[: -len(target.suffix)] if target.suffix else target.name
-    kept = str(target.with_name(f"{stem}.partial.json"))
+    kept = str(target.with_name(f"{target.stem}.partial.json"))
     partial = dict(exc.partial or {})
     stats = partial.pop("stats", None)
     doc = {

@@ -357,9 +357,9 @@ def _note(reader: Reader, node: Node | None, frozen: Binding) -> NoteSpec | None
         reader.error("a note needs 'ask': what the model should write", m.loc)
         return None
     language_node = Reader.get(m, "language")
-    language = reader.string(language_node, "note.language") or "line"
+    spelling = reader.string(language_node, "note.language") or "line"
     try:
-        language_from_text(language)
+        language = language_from_text(spelling)
     except LanguageError as exc:
         where = language_node.loc if language_node is not None else m.loc
         reader.error(f"note.language: {exc}", where)

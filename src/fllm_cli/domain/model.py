@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from fllm_cli.content import Language
 from fllm_cli.diagnostics import Location
 
 DomainKind = Literal["tools", "grammar", "automaton", "data"]
@@ -143,12 +144,13 @@ class StateSpec:
 class NoteSpec:
     """Free text the model writes for a step once the plan is found, in a content language.
 
-    ``ask`` is the instruction (a template like ``step``); ``language`` is spelt as ``--answer``
-    is (a named language, ``regex:``, ``json-schema:``, ``gbnf:``, or a bare regex).
+    ``ask`` is the instruction (a template like ``step``); ``language`` was spelt as
+    ``--answer`` is (a named language, ``regex:``, ``json-schema:``, ``gbnf:``, or a bare
+    regex) and is kept parsed, so generating and checking notes do not read it again.
     """
 
     ask: Text
-    language: str = "line"
+    language: Language
     max_tokens: int = 60
     loc: Location = NOWHERE
 

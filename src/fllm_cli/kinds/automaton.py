@@ -11,7 +11,6 @@ from fllm_cli.automaton.explicit import (
     verify_explicit,
 )
 from fllm_cli.automaton.pda import Config
-from fllm_cli.content import language_from_text
 from fllm_cli.diagnostics import Diagnostic
 from fllm_cli.domain.check import check_automaton_structure, check_templates, has_errors
 from fllm_cli.domain.model import Domain, Task
@@ -75,6 +74,7 @@ class AutomatonCompiled(Compiled):
         assert spec is not None
         moves = recorded_moves(spec, self.epda, final, self.vars)
         lines = step_lines({"steps": [record for record, _ in moves]}, self.task)
+        intro = render_intro(self.domain, self.vars)
         asked = False
         stopped: str | None = None  # why no further note is asked for
         for (record, index), step in zip(moves, doc["steps"]):
@@ -92,7 +92,7 @@ class AutomatonCompiled(Compiled):
             try:
                 text, error = write_note(
                     meter, note, spec.transitions[index].source, self.vars,
-                    {"intro": render_intro(self.domain, self.vars), "task": self.task.text,
+                    {"intro": intro, "task": self.task.text,
                      "steps": lines, "number": record["id"], "step": step_text(record)},
                     calls_left=left,
                 )  # fmt: skip
@@ -119,7 +119,7 @@ class AutomatonCompiled(Compiled):
             note = spec.transitions[index].note
             if note is None or not isinstance(step, dict) or "note" not in step:
                 continue
-            language = language_from_text(note.language)
+            language = note.language
             text = step["note"]
             problem = language.check(text) if isinstance(text, str) else "it is not text"
             if problem is not None:

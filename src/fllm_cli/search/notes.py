@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from fllm_cli.content import language_from_text
 from fllm_cli.domain.automaton import render_text
 from fllm_cli.domain.model import NoteSpec
 from fllm_cli.llm.base import GenerateRequest
@@ -35,7 +34,7 @@ def write_note(
     ``variables`` fill the prompt template (intro, task, steps, number, step). At most
     ``calls_left`` requests are made (the retry is skipped when only one is left).
     """
-    language = language_from_text(note.language)
+    language = note.language
     ask = render_text(note.ask, scenario, state)
     problem = None
     tries = TRIES if calls_left is None else max(1, min(TRIES, calls_left))
