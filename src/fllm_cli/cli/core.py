@@ -344,7 +344,7 @@ def _verify_data(
             stdout_console().print(
                 Text.assemble(
                     ("valid plan", "green"),
-                    f" ({report['days']} days, total cost ${report['total_cost']:,.2f}) for ",
+                    f" ({report['days']} days, total cost {_shown_total(report)}) for ",
                     plain(Path(spec).name),
                 )
             )
@@ -400,3 +400,9 @@ def register(app: typer.Typer) -> None:
     app.command("validate")(validate)
     app.command("render-pda")(render_pda)
     app.command("verify")(verify)
+
+
+def _shown_total(report: dict[str, Any]) -> str:
+    from fllm_cli.databound.spec import Currency  # only data plans need it
+
+    return Currency.from_dict(report.get("currency")).show(round(report["total_cost"], 2))

@@ -277,6 +277,9 @@ def emit_data_plan(doc: dict[str, Any], fmt: str, out_file: str | None, quiet: b
         raise UsageError(
             f"--format {fmt} does not apply to a data-bound plan (use rich, json or travelplanner)"
         )
+    from fllm_cli.databound.spec import Currency  # only data plans need it
+
+    show = Currency.from_dict(doc.get("currency")).show
     body = doc["plan"] if fmt in DATA_FORMATS else doc
     text = json.dumps(body, indent=2, ensure_ascii=False) + "\n"
     if _written(text, fmt, out_file, quiet, lambda: safe_json(text)):
@@ -300,11 +303,14 @@ def emit_data_plan(doc: dict[str, Any], fmt: str, out_file: str | None, quiet: b
             if key in ("days", "current_city") or value in ("-", None):
                 continue
             cost = costs.get((number, key))
-            table.add_row(plain(key), plain(str(value)), plain(f"${cost:,.0f}" if cost else ""))
+            table.add_row(plain(key), plain(str(value)), plain(show(round(cost)) if cost else ""))
         out.print(table)
-    budget = next((v for k, v in doc.get("request", {}).items() if k == "budget"), None)
+    bound = doc.get("bound", "budget")  # older documents do not name their bound
+    budget = doc.get("request", {}).get(bound) if isinstance(bound, str) else None
     total = doc.get("total_cost", 0.0)
-    line = f"Total cost ${total:,.0f}" + (f" of a ${budget:,.0f} budget" if budget else "")
+    line = f"Total cost {show(round(total))}"
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool):
+        line += f" of a {show(budget)} {bound}"
     out.print(Text(line, style="bold"))
     out.print(plain(stats_line(doc["stats"]), style="dim"))
 

@@ -58,6 +58,8 @@ class TripModel:
         self.tracked: dict[str, z3.BoolRef] = {}
         self.groups: dict[str, list[z3.BoolRef]] = {}
         self.costs: list[z3.ArithRef] = []
+        total = self._total()
+        self.currency = spec.currency(total.at_most) if total is not None else spec.currencies()[0]
         self.build()
 
     # -- shape -------------------------------------------------------------------------------
@@ -284,7 +286,7 @@ class TripModel:
         if bound is None:
             return None
         self.bound_cents = round(float(bound) * CENTS)
-        return f"{c.at_most} ${_money(bound)}", [self.total_cost <= self.bound_cents]
+        return f"{c.at_most} {self.currency.show(bound)}", [self.total_cost <= self.bound_cents]
 
     def _c_different(self, c: Constraint) -> tuple[str, list[z3.BoolRef]]:
         items = list(self.vars_of(c.slots))
@@ -369,14 +371,15 @@ class TripModel:
         budget_rule = next(
             (n for n in names if total is not None and n.startswith(total.at_most)), None
         )
-        if budget_rule is not None:
+        if budget_rule is not None and total is not None:
             cheapest = self.cheapest(without=budget_rule)
             if cheapest is not None:
+                show = self.currency.show
                 message = (
-                    f"{budget_rule.split()[0]} ${_money(self.bound_cents / CENTS)} < cheapest "
-                    f"complete plan ${_money(cheapest / CENTS)}"
+                    f"{total.at_most} {show(self.bound_cents / CENTS)} < cheapest "
+                    f"complete plan {show(cheapest / CENTS)}"
                 )
-                hints.append(f"raise the budget to ${_money(math.ceil(cheapest / CENTS))}")
+                hints.append(f"raise the {total.at_most} to {show(math.ceil(cheapest / CENTS))}")
         for name in names:
             if name == budget_rule:
                 continue
@@ -418,7 +421,3 @@ def _same_record(
         if (t, r.index) in index_b
     ]
     return z3.Or(*pairs) if pairs else None
-
-
-def _money(value: float) -> str:
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"

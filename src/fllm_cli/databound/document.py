@@ -15,7 +15,7 @@ from typing import Any
 
 import z3
 
-from fllm_cli.databound.csp import CENTS, NONE, TripModel, _money, place_key
+from fllm_cli.databound.csp import CENTS, NONE, TripModel, place_key
 from fllm_cli.databound.search import Outcome
 from fllm_cli.databound.spec import DataSpec, Slot, Table, fill
 from fllm_cli.databound.tables import Record
@@ -419,8 +419,5 @@ def _rules(
             out.total = total
             bound = request.get(c.at_most)
             if isinstance(bound, (int, float)) and total > bound + 1e-9:
-                bad(
-                    Violation(
-                        "budget", f"total ${_money(total)} exceeds {c.at_most} ${_money(bound)}"
-                    )
-                )
+                show = spec.currency(c.at_most).show
+                bad(Violation("budget", f"total {show(total)} exceeds {c.at_most} {show(bound)}"))

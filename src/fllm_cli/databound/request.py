@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fllm_cli.databound.spec import DataSpec, RequestField
+from fllm_cli.databound.spec import DOLLARS, Currency, DataSpec, RequestField
 from fllm_cli.databound.tables import Record
 from fllm_cli.errors import UsageError
 
@@ -71,15 +72,6 @@ _BARE_DAY = re.compile(
     rf"\b(?:on|until|till|through|thru|to|by|and)\s+the\s+(\d{{1,2}})(?:st|nd|rd|th)\b"
     rf"(?!\s+(?:of\s+)?(?:{_MONTH})\b)(?=\s*(?:$|[.,;:!?)]|(?:and|to|for|with|so|but|then|we|i)\b))",
     re.I,
-)
-_MONEY = re.compile(
-    r"(?:\$|USD\s*|US\$)\s*(\d[\d,]*(?:\.\d+)?)(\s*[kK]\b)?"
-    r"|\b(\d[\d,]*(?:\.\d+)?)(\s*[kK])?\s*(?:dollars|bucks|USD|usd)\b"
-    r"|\b(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)([kK])?\s?\$"  # 1700$
-)
-# an amount without a currency, taken only near the field's cue words ("a budget of 1700")
-_BARE_AMOUNT = re.compile(
-    r"(?<![\d.,$])(\d{1,3}(?:,\d{3})+|\d{3,7})(?:\.\d+)?(?!\d|,\d)|\b(\d+(?:\.\d+)?)\s*[kK]\b"
 )
 _NUMBER = re.compile(r"(?<![\d.,])\b\d{1,3}\b(?![.,]\d)")  # not a part of 1,700 or 1.7k
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
@@ -295,18 +287,68 @@ def find_dates(text: str) -> list[dt.date]:
     return out
 
 
-def find_money(text: str) -> list[tuple[float, int, int]]:
-    """Return (amount, start, end) of every amount of money in ``text``."""
+# Digits of an amount, by decimal mark: "1,700.50" / "1.700,50" or "1 700,50".
+_DIGITS = {
+    ".": r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?",
+    ",": r"\d{1,3}(?:[.\u00a0\u202f ]\d{3})+(?:,\d+)?(?!\d)|\d+(?:,\d+)?",
+}
+# Symbols of common currencies: an amount written with one is never a bare amount of another.
+_SYMBOLS = "$€£¥₹₩₽₺₪"
+# An amount without a currency, taken only near the field's cue words ("a budget of 1700").
+_NOT_MARKED = rf"(?!\s*[{_SYMBOLS}])"
+_BARE = {
+    ".": rf"(?<![\d.,{_SYMBOLS}])(\d{{1,3}}(?:,\d{{3}})+|\d{{3,7}})(?:\.\d+)?(?!\d|,\d)"
+    rf"{_NOT_MARKED}|(?<![{_SYMBOLS}])\b(\d+(?:\.\d+)?)\s*[kK]\b{_NOT_MARKED}",
+    ",": rf"(?<![\d.,{_SYMBOLS}])(\d{{1,3}}(?:\.\d{{3}})+|\d{{3,7}})(?:,\d+)?(?!\d|\.\d)"
+    rf"{_NOT_MARKED}|(?<![{_SYMBOLS}])\b(\d+(?:,\d+)?)\s*[kK]\b{_NOT_MARKED}",
+}
+
+
+def _edged(marker: str) -> str:
+    """A currency marker as a pattern; a word ("dollars", "EUR") only as a whole word."""
+    text = re.escape(marker)
+    if marker[:1].isalpha():
+        text = r"(?<![A-Za-z])" + text
+    if marker[-1:].isalpha():
+        text += r"(?![A-Za-z])"
+    return text
+
+
+@functools.lru_cache(maxsize=32)
+def _money_pattern(currency: Currency) -> re.Pattern[str]:
+    marks = "|".join(_edged(m) for m in sorted(currency.markers, key=len, reverse=True))
+    digits = _DIGITS[currency.decimal]
+    return re.compile(
+        rf"(?:{marks})\s*({digits})(\s*[kK]\b)?"  # $1,700, USD 1700, €3.6k
+        rf"|(?<![\d.,])({digits})(\s*[kK])?\s*(?:{marks})",  # 1700$, 1,700 dollars, 1.700 €
+        re.I,
+    )
+
+
+def _amount(digits: str, decimal: str, thousands: bool) -> float | int | None:
+    """Read the digits of an amount (``thousands``: it was written with a k)."""
+    if decimal == ",":
+        digits = re.sub(r"[.\s\u00a0\u202f]", "", digits).replace(",", ".")
+    else:
+        digits = digits.replace(",", "")
+    try:
+        amount = float(digits)
+    except ValueError:
+        return None
+    if thousands:
+        amount = round(amount * 1000, 2)
+    return int(amount) if amount.is_integer() else amount
+
+
+def find_money(text: str, currency: Currency = DOLLARS) -> list[tuple[float, int, int]]:
+    """Return (amount, start, end) of every amount of ``currency`` in ``text``."""
     out = []
-    for m in _MONEY.finditer(text):
-        digits = (m.group(1) or m.group(3) or m.group(5) or "").replace(",", "")
-        try:
-            amount = float(digits)
-        except ValueError:
-            continue
-        if m.group(2) or m.group(4) or m.group(6):
-            amount = round(amount * 1000, 2)
-        out.append((int(amount) if amount.is_integer() else amount, *m.span()))
+    for m in _money_pattern(currency).finditer(text):
+        amount = _amount(
+            m.group(1) or m.group(3) or "", currency.decimal, bool(m.group(2) or m.group(4))
+        )
+        if amount is not None:
+            out.append((amount, *m.span()))
     return out
 
 
@@ -438,21 +480,21 @@ class RequestReader:
         """The text with its dates, amounts of money and places read so far blanked out, so
         that "March 1-7", "$3,000" or "2 Texas cities" are not read as counts."""
         spans = [(s, e) for s, e, _ in self.dates]
-        spans += [(s, e) for _, s, e in find_money(text)]
+        for currency in self.spec.currencies():
+            spans += [(s, e) for _, s, e in find_money(text, currency)]
         return _blank(text, spans + self.claimed)
 
     def _money(self, spec_field: RequestField, text: str, done: dict[str, Reading]) -> Reading:
-        spans: list[Span] = list(find_money(text))
+        currency = spec_field.currency
+        spans: list[Span] = list(find_money(text, currency))
         if not spans and spec_field.cue:
             masked = _blank(text, [(s, e) for s, e, _ in self.dates])
-            for m in _BARE_AMOUNT.finditer(masked):
+            for m in re.finditer(_BARE[currency.decimal], masked):
                 if not _near_cue(masked, m.start(), m.end(), spec_field.cue):
                     continue
-                if m.group(2):
-                    amount = round(float(m.group(2)) * 1000, 2)
-                else:
-                    amount = float(m.group(0).replace(",", ""))
-                spans.append((int(amount) if amount.is_integer() else amount, *m.span()))
+                amount = _amount(m.group(2) or m.group(0), currency.decimal, bool(m.group(2)))
+                if amount is not None:
+                    spans.append((amount, *m.span()))
         return self._choose(spec_field, text, spans)
 
     def _dates(self, spec_field: RequestField, text: str, done: dict[str, Reading]) -> Reading:

@@ -17,7 +17,7 @@ from typing import Any
 
 import z3
 
-from fllm_cli.databound.csp import CENTS, NONE, SOLVER_MS, TripModel, _money, place_key
+from fllm_cli.databound.csp import CENTS, NONE, SOLVER_MS, TripModel, place_key
 from fllm_cli.databound.request import Reading
 from fllm_cli.databound.spec import Slot
 from fllm_cli.databound.tables import Record
@@ -279,9 +279,8 @@ class DataPlanner:
     def _ask(self, decision: Decision, options: list[int]) -> int:
         labels = tuple(decision.label(v) for v in options)
         bound = getattr(self.trip, "bound_cents", None)
-        left = (
-            f"${_money((bound - self.spent) / CENTS)} of ${_money(bound / CENTS)}" if bound else ""
-        )
+        show = self.trip.currency.show
+        left = f"{show((bound - self.spent) / CENTS)} of {show(bound / CENTS)}" if bound else ""
         prompt = render(
             "data/choice.j2",
             {

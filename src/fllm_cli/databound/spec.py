@@ -36,6 +36,44 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
+class Currency:
+    """How a money field is written: the symbol shown in messages, the other markers a text
+    may use (before or after the amount), and the decimal mark (``.`` or ``,``)."""
+
+    symbol: str = "$"
+    words: tuple[str, ...] = ("US$", "USD", "dollars", "dollar", "bucks")
+    decimal: str = "."
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        return (self.symbol, *self.words)
+
+    def show(self, amount: float) -> str:
+        """Write ``amount`` with the symbol: ``$1,700``, ``€1.700,50``, ``CHF 1,700``."""
+        text = f"{amount:,.0f}" if float(amount).is_integer() else f"{amount:,.2f}"
+        if self.decimal == ",":
+            text = text.translate({ord(","): ".", ord("."): ","})
+        return f"{self.symbol} {text}" if self.symbol[-1:].isalpha() else f"{self.symbol}{text}"
+
+    def as_dict(self) -> dict[str, str]:
+        """What a plan document keeps, so that anyone can show its amounts."""
+        return {"symbol": self.symbol, "decimal": self.decimal}
+
+    @staticmethod
+    def from_dict(value: Any) -> Currency:
+        """The currency a plan document names (dollars when it names none or a bad one)."""
+        if not isinstance(value, dict):
+            return DOLLARS
+        symbol, decimal = value.get("symbol"), value.get("decimal", ".")
+        if not isinstance(symbol, str) or not symbol.strip() or decimal not in (".", ","):
+            return DOLLARS
+        return Currency(symbol.strip()[:8], (), decimal)
+
+
+DOLLARS = Currency()
+
+
+@dataclass(frozen=True)
 class RequestField:
     name: str
     type: str
@@ -55,6 +93,7 @@ class RequestField:
     from_dates: str | None = None
     options: dict[str, tuple[str, ...]] = field(default_factory=dict)
     stated: dict[str, tuple[str, ...]] = field(default_factory=dict)  # count un-negated
+    currency: Currency = DOLLARS  # money fields only
 
 
 @dataclass(frozen=True)
@@ -126,6 +165,16 @@ class DataSpec:
     constraints: tuple[Constraint, ...]
     path: str = ""
 
+    def currency(self, name: str) -> Currency:
+        """The currency of request field ``name`` (dollars unless the field says otherwise)."""
+        spec_field = self.request.get(name)
+        return spec_field.currency if spec_field is not None else DOLLARS
+
+    def currencies(self) -> tuple[Currency, ...]:
+        """The currencies of every money field (dollars when there is none)."""
+        found = {f.currency for f in self.request.values() if f.type == "money"}
+        return tuple(sorted(found, key=lambda c: c.symbol)) or (DOLLARS,)
+
 
 def templates_fields(template: str) -> list[str]:
     """Return the field names a ``{field}`` template reads."""
@@ -192,6 +241,7 @@ class _SpecReader:
             "type", "question", "values", "not_in", "free", "cue", "avoid", "negated",
             "one_of", "range",
             "default", "words", "members", "parts", "from_dates", "options", "stated",
+            "currency",
         }  # fmt: skip
         for name, child, _loc in self.r.items(self.r.mapping(node, "request")):
             body = self.r.mapping(child, f"request field '{name}'", keys)
@@ -249,8 +299,44 @@ class _SpecReader:
                 from_dates=self.r.string(get(body, "from_dates"), "from_dates"),
                 options=options,
                 stated=stated,
+                currency=self.currency(get(body, "currency"), name, kind),
             )
         return out
+
+    def currency(self, node: Node | None, name: str, kind: str) -> Currency:
+        """``currency: "€"`` or ``currency: {symbol, words, decimal}`` of a money field."""
+        if node is None:
+            return DOLLARS
+        what = f"currency of '{name}'"
+        if kind != "money":
+            self.r.error(f"{what}: only a field of type money has a currency", node.loc)
+            return DOLLARS
+        if isinstance(node.value, str):
+            symbol = self.r.string(node, what, required=True)
+            return Currency(symbol.strip(), ()) if symbol and symbol.strip() else DOLLARS
+        body = self.r.mapping(node, what, {"symbol", "words", "decimal"})
+        if body is None:
+            return DOLLARS
+        symbol = (self.r.string(Reader.get(body, "symbol"), f"{what}: symbol", True) or "").strip()
+        words = tuple(w.strip() for w in self.strings(Reader.get(body, "words"), f"{what}: words"))
+        decimal_node = Reader.get(body, "decimal")
+        decimal = self.r.string(decimal_node, f"{what}: decimal") or "."
+        if decimal not in (".", ","):
+            self.r.error(
+                f"{what}: decimal must be '.' or ','",
+                decimal_node.loc if decimal_node else node.loc,
+            )
+            decimal = "."
+        if (
+            not symbol
+            or any(not w for w in words)
+            or any(ch.isdigit() for m in (symbol, *words) for ch in m)
+        ):
+            self.r.error(
+                f"{what}: the symbol and words must be non-empty and hold no digits", node.loc
+            )
+            return DOLLARS
+        return Currency(symbol, words, decimal)
 
     def tables(self, node: Node | None) -> dict[str, Table]:
         out: dict[str, Table] = {}

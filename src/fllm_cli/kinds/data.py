@@ -191,6 +191,7 @@ class DataKind(Kind):
             "plan": days,
             "costs": items,
             "total_cost": round(report.total, 2),
+            **_money(spec),
             "stats": stats,
         }
         return doc, outcome.stats
@@ -208,5 +209,14 @@ class DataKind(Kind):
             "valid": report.valid,
             "violations": [str(v) for v in report.violations],
             "total_cost": round(report.total, 2),
+            **_money(spec),
             "days": len(days) if isinstance(days, list) else 0,
         }
+
+
+def _money(spec: DataSpec) -> dict[str, Any]:
+    """How a document's amounts are written, and which request field bounds the total."""
+    total = next((c for c in spec.constraints if c.kind == "total"), None)
+    bound = total.at_most if total is not None else None
+    currency = spec.currency(bound) if bound else spec.currencies()[0]
+    return {"currency": currency.as_dict(), "bound": bound}
