@@ -71,20 +71,28 @@ class TripModel:
         return value
 
     def _city_ids(self) -> dict[str, int]:
+        """Number every place the trip can meet: home, the stops, the slots' place columns."""
         names = {self.home}
-        for records in self.tables.values():
-            for r in records:
-                for key in ("city", "origin", "dest", "name"):
-                    if isinstance(r[key], str):
-                        names.add(place_key(r[key]))
+        columns = {(self.spec.trip.stops_table, self.spec.trip.stops_field)}
+        for slot in self.spec.slots.values():
+            keys = (slot.origin, slot.dest) if slot.per == "leg" else (slot.city,)
+            columns.update((table, key) for table in slot.tables for key in keys)
+        for table, key in columns:
+            for r in self.tables.get(table, ()):
+                if isinstance(r[key], str):
+                    names.add(place_key(r[key]))
         return {name: n for n, name in enumerate(sorted(names))}
+
+    def stop_name(self, n: int) -> str:
+        """The place that stop record ``n`` names."""
+        return str(self.stops[n][self.spec.trip.stops_field])
 
     def build(self) -> None:
         _spec, days, k = self.spec, self.days, self.k
         self.ids = self._city_ids()
         self.city_name = {v: k2 for k2, v in self.ids.items()}
         home = self.ids[self.home]
-        stops_city = [self.ids[place_key(r["name"])] for r in self.stops]
+        stops_city = [self.ids[place_key(self.stop_name(n))] for n in range(len(self.stops))]
         if len(stops_city) < k:
             raise NoPlanError(
                 f"the data lists {len(stops_city)} place(s) to visit; the trip needs {k}"

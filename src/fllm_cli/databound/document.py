@@ -23,10 +23,6 @@ from fllm_cli.databound.tables import Record
 DASH = "-"
 
 
-def _name(record: Record) -> str:
-    return str(record["name"])
-
-
 def build_days(
     trip: TripModel, outcome: Outcome, home_text: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -38,7 +34,7 @@ def build_days(
     def value(expr: Any) -> int:
         return model.eval(expr, True).as_long()  # type: ignore[no-any-return]
 
-    stops = [_name(trip.stops[value(s)]) for s in trip.stop]
+    stops = [trip.stop_name(value(s)) for s in trip.stop]
     night_stop = {d: value(trip.pos[d]) for d in trip.pos}
     days: list[dict[str, Any]] = []
     items: list[dict[str, Any]] = []

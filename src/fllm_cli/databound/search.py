@@ -94,7 +94,7 @@ class DataPlanner:
                 f"stop {j + 1}",
                 t.stop[j],
                 list(range(len(stops))),
-                lambda n: str(stops[n]["name"]),
+                t.stop_name,
                 f"Which place is stop {j + 1} of {t.k} of the trip?",
             )
             for j in range(t.k)

@@ -114,6 +114,7 @@ class Trip:
     home: str
     stops_table: str
     stops_count: dict[int, int] | int
+    stops_field: str = "name"  # the column of the stops table that names a place
 
 
 @dataclass(frozen=True)
@@ -415,11 +416,18 @@ class _SpecReader:
             if value and value not in request:
                 self.r.error(f"trip.{key}: '{value}' is not a request field", get(body, key).loc)  # type: ignore[union-attr]
         stops = self.r.mapping(
-            self.r.require(body, "stops", "trip"), "trip.stops", {"table", "count"}
+            self.r.require(body, "stops", "trip"), "trip.stops", {"table", "count", "field"}
         )
         table = self.r.string(get(stops, "table"), "trip.stops.table", required=True) or ""
+        column = self.r.string(get(stops, "field"), "trip.stops.field") or "name"
         if table and table not in tables:
             self.r.error(f"trip.stops.table: no table '{table}'", get(stops, "table").loc)  # type: ignore[union-attr]
+        elif table and tables[table].fields.get(column) != "text":
+            where = get(stops, "field") or get(stops, "table")
+            self.r.error(
+                f"trip.stops.field: table '{table}' has no text field '{column}' naming a place",
+                where.loc if where else stops.loc if stops else None,
+            )
         count_node = get(stops, "count")
         count: dict[int, int] | int = 1
         if count_node is not None and isinstance(count_node.value, dict):
@@ -440,7 +448,7 @@ class _SpecReader:
                 count = number
         if not days or not home or not table:
             return None
-        return Trip(days, home, table, count)
+        return Trip(days, home, table, count, column)
 
     def slots(self, node: Node | None, tables: dict[str, Table]) -> dict[str, Slot]:
         out: dict[str, Slot] = {}
