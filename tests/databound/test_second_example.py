@@ -181,6 +181,18 @@ def test_an_impossible_budget_is_one_line_naming_the_budget() -> None:
     assert "raise the budget to $384" in line
 
 
+def test_a_refusal_names_the_request_rule_that_removed_the_records() -> None:
+    """Four vegan-only days need six meals at distinct places; the data has four vegan ones.
+    The diet is half of the conflict and must be named, though planning applies it as a filter."""
+    text = "Vegan, living in Milwaukee: plan my 4-day conference trip to Chicago, budget $1700."
+    result = run_fllm("plan", DOMAIN, text, "--data", str(DATA_FILE), "--model", "random:1")
+    assert result.code == 1 and result.out == ""
+    assert result.err.strip() == (
+        "error: no plan meets every rule: different lunch/dinner; diet vegan "
+        "(hint: drop 'different lunch/dinner' or drop 'diet vegan')"
+    )
+
+
 def _documented() -> tuple[list[list[str]], list[str]]:
     """The commands and the expected output lines of docs/spec.md, "A second example"."""
     text = (ROOT / "docs" / "spec.md").read_text()

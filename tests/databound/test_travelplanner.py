@@ -141,6 +141,15 @@ def test_gold_plans_verify_and_broken_ones_name_the_rule() -> None:
     ]
 
 
+def test_an_uncovered_request_is_named_with_the_slots_and_field() -> None:
+    """Plan 15 serves American, Italian and French food; asking for Indian breaks 'cover'."""
+    asked = {**structured(QUERIES[15]), "cuisine": ["American", "Indian"]}
+    report = api.verify_data(DOMAIN, GOLD[15]["plan"], REFS[15], asked)
+    assert report["violations"] == ["cover: no breakfast/lunch/dinner has cuisines Indian"]
+    asked["cuisine"] = ["American", "French"]
+    assert api.verify_data(DOMAIN, GOLD[15]["plan"], REFS[15], asked)["valid"]
+
+
 def test_cli_plans_and_verifies_through_the_entry_point(tmp_path: Path) -> None:
     data = tmp_path / "ref.json"
     data.write_text(json.dumps(REFS[0]))

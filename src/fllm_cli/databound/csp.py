@@ -39,7 +39,12 @@ class TripModel:
         spec: DataSpec,
         tables: dict[str, list[Record]],
         request: dict[str, Any],
+        explaining: bool = False,
     ) -> None:
+        # Planning drops the records a request rule (forbid/match) rules out before the solver
+        # sees them; to explain a refusal they stay, and each such rule becomes a tracked
+        # constraint, so an unsat core can name it ("diet vegan") like any other rule.
+        self.explaining = explaining
         self.spec = spec
         self.tables = tables
         self.request = request
@@ -150,22 +155,28 @@ class TripModel:
     # -- slots -------------------------------------------------------------------------------
 
     def _allowed(self, slot: Slot, table: str) -> list[Record]:
-        """Records of ``table`` a slot may take, after the unary request rules (forbid/match)."""
+        """Records of ``table`` a slot may take, after the unary request rules (forbid/match).
+
+        When explaining, every record stays and the rules are tracked (``_c_forbid``)."""
         records = list(self.tables[table])
+        if self.explaining:
+            return records
         for c in self.spec.constraints:
-            if slot.name not in c.slots or c.kind not in ("forbid", "match"):
-                continue
-            wanted = self.request.get(c.request)
-            if not wanted:
-                continue
-            if c.kind == "forbid":
-                bad = c.value.replace("{value}", str(wanted)).lower()
-                records = [r for r in records if bad not in _lower_values(r[c.column])]
-            else:
-                allowed = {v.lower() for v in c.values.get(str(wanted), ())}
-                if allowed:
-                    records = [r for r in records if str(r[c.column]).lower() in allowed]
+            if slot.name in c.slots and c.kind in ("forbid", "match"):
+                records = [r for r in records if self._fits(c, r) is not False]
         return records
+
+    def _fits(self, c: Constraint, record: Record) -> bool | None:
+        """Whether a record passes a forbid/match rule; None when the request does not ask."""
+        wanted = self.request.get(c.request)
+        if not wanted:
+            return None
+        if c.kind == "forbid":
+            return c.value.replace("{value}", str(wanted)).lower() not in _lower_values(
+                record[c.column]
+            )
+        allowed = {v.lower() for v in c.values.get(str(wanted), ())}
+        return None if not allowed else str(record[c.column]).lower() in allowed
 
     def _slots(self) -> None:
         add = self.solver.add
@@ -350,8 +361,18 @@ class TripModel:
             formulas.append(z3.Or(*hits) if hits else z3.BoolVal(False))
         return f"{c.request} {', '.join(wanted)}", formulas
 
-    def _c_forbid(self, c: Constraint) -> None:
-        return None  # applied to the slot's records (``_allowed``)
+    def _c_forbid(self, c: Constraint) -> tuple[str, list[z3.BoolRef]] | None:
+        """Planning applies it to the slot's records (``_allowed``); explaining tracks it."""
+        wanted = self.request.get(c.request)
+        if not self.explaining or not wanted:
+            return None
+        formulas = [
+            var != n
+            for _, _, var, options in self.vars_of(c.slots)
+            for n, (_, r) in enumerate(options)
+            if self._fits(c, r) is False
+        ]
+        return f"{c.request} {_shown_value(wanted)}", formulas
 
     _c_match = _c_forbid
 
@@ -408,6 +429,10 @@ class TripModel:
         if opt.check() != z3.sat:
             return None
         return int(str(opt.lower(handle)))
+
+
+def _shown_value(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
 def _lower_values(value: Any) -> set[str]:

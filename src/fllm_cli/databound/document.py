@@ -328,7 +328,8 @@ def _rules(
                     bad(
                         Violation(
                             "different",
-                            f"'{record['name']}' again (first on day {seen[key]})",
+                            f"'{record.written(spec.tables[table])}' again "
+                            f"(first on day {seen[key]})",
                             day,
                             slot,
                         )
@@ -344,7 +345,8 @@ def _rules(
             }
             missing = [w for w in wanted if w.lower() not in served]
             if missing:
-                bad(Violation("cover", f"no meal serves {', '.join(missing)}"))
+                where = "/".join(c.slots)
+                bad(Violation("cover", f"no {where} has {c.column} {', '.join(missing)}"))
         elif c.kind == "forbid" and wanted:
             rule = c.value.replace("{value}", str(wanted)).lower()
             for slot in c.slots:

@@ -161,7 +161,7 @@ class DataKind(Kind):
         request = values_of(readings)
         trip = TripModel(spec, tables, request)
         if trip.check() != z3.sat:
-            message, hint = trip.explain()
+            message, hint = TripModel(spec, tables, request, explaining=True).explain()
             raise NoPlanError(message, hint=hint or None)
         planner = DataPlanner(
             trip, meter, task, readings, tuple(domain.prompt_dirs), budgets, on_event
