@@ -63,6 +63,11 @@ class TripModel:
         self.tracked: dict[str, z3.BoolRef] = {}
         self.groups: dict[str, list[z3.BoolRef]] = {}
         self.costs: list[z3.ArithRef] = []
+        # var name -> (the slot's cost variable, cents per option, how many nights it is paid)
+        self.cost_vars: dict[str, tuple[z3.ArithRef, list[int], z3.ArithRef | None]] = {}
+        self.needs: dict[str, z3.BoolRef] = {}  # day slot var name -> "must be filled"
+        self.fitting: dict[str, tuple[list[int], int]] = {}  # var -> fitting options, nights
+        self.fixed: dict[str, int] = {}  # decided variables
         total = self._total()
         self.currency = spec.currency(total.at_most) if total is not None else spec.currencies()[0]
         self.build()
@@ -198,7 +203,7 @@ class TripModel:
                     ]
                     add(z3.Or(*fits) if fits else z3.BoolVal(False))
                     self.slot_vars.append((slot, j, var, options))
-                    self.costs.append(self._cost_of(var, options))
+                    self._add_cost(var, options)
             elif slot.per == "stay":
                 for j in range(self.k):
                     var = z3.Int(f"{slot.name}_stay{j}")
@@ -208,15 +213,7 @@ class TripModel:
                     ]
                     add(z3.Or(*fits) if fits else z3.BoolVal(False))
                     self.slot_vars.append((slot, j, var, options))
-                    per_night = self._cost_of(var, options)
-                    self.costs.append(
-                        z3.Sum(
-                            *[
-                                z3.If(self.nights[j] == n, per_night * n, 0)
-                                for n in range(1, self.days)
-                            ]
-                        )
-                    )
+                    self._add_cost(var, options, self.nights[j])
             else:
                 for d in range(1, self.days + 1):
                     var = z3.Int(f"{slot.name}_day{d}")
@@ -237,10 +234,145 @@ class TripModel:
                     )
                     add(z3.Or(z3.And(var == NONE, z3.Not(need)), *fits))
                     self.slot_vars.append((slot, d, var, options))
-                    self.costs.append(self._cost_of(var, options))
+                    self.needs[str(var)] = need
+                    self._add_cost(var, options)
 
     def _id(self, place: Any) -> int:
         return self.ids.get(place_key(place), -2)
+
+    def _add_cost(
+        self,
+        var: z3.ArithRef,
+        options: list[tuple[str, Record]],
+        nights: z3.ArithRef | None = None,
+    ) -> None:
+        """Give a slot's cost a variable of its own (``tighten`` bounds it later)."""
+        if self._total() is None:
+            return
+        expr = self._cost_of(var, options)
+        if nights is not None:
+            expr = z3.Sum(*[z3.If(nights == n, expr * n, 0) for n in range(1, self.days)])
+        cost = z3.Int(f"cost_{var}")
+        self.solver.add(cost == expr)
+        self.costs.append(cost)
+        self.cost_vars[str(var)] = (cost, [self.unit_cost(o) for o in options], nights)
+
+    def tighten(self, model: z3.ModelRef) -> None:
+        """Once the route is fixed (every plan left has ``model``'s stops and nights), work out
+        which options fit each slot there, and bound each slot's cost from below by its
+        cheapest one (a bound that follows from the rules, so no plan is lost)."""
+        if self._total() is None:
+            return
+
+        def at(expr: z3.ArithRef) -> int:
+            return int(model.eval(expr, True).as_long())
+
+        for slot, where, var, options in self.slot_vars:
+            cost, _, nights = self.cost_vars[str(var)]
+            j = where or 0
+            if slot.per == "leg":
+                ends = (
+                    self.ids[self.home] if j == 0 else at(self.stop_city[j - 1]),
+                    self.ids[self.home] if j == self.k else at(self.stop_city[j]),
+                )
+                fits = [
+                    n
+                    for n, (_, r) in enumerate(options)
+                    if (self._id(r[slot.origin]), self._id(r[slot.dest])) == ends
+                ]
+            elif slot.per == "stay":
+                city = at(self.stop_city[j])
+                fits = [n for n, (_, r) in enumerate(options) if self._id(r[slot.city]) == city]
+            else:
+                cities = {at(self.day_from[j]), at(self.day_to[j])}
+                fits = [n for n, (_, r) in enumerate(options) if self._id(r[slot.city]) in cities]
+                if not z3.is_true(model.eval(self.needs[str(var)], True)):
+                    fits.append(NONE)  # it may stay empty
+            times = at(nights) if nights is not None else 1
+            self.fitting[str(var)] = (fits, times)
+            if fits:
+                self.solver.add(cost >= min(self.price(str(var), n) for n in fits))
+
+    def price(self, name: str, value: int) -> int:
+        """Cents that slot variable ``name`` costs with ``value`` (after ``tighten``)."""
+        if name not in self.cost_vars or value == NONE:
+            return 0
+        return self.cost_vars[name][1][value] * self.fitting.get(name, ((), 1))[1]
+
+    def fix(self, var: z3.ArithRef, value: int) -> None:
+        """Decide a variable for good."""
+        self.solver.add(var == value)
+        self.fixed[str(var)] = value
+
+    def floor_without(self, name: str) -> int:
+        """A lower bound (cents) on the cost of every plan left, leaving out slot ``name``.
+
+        Decided slots count what they cost; each open slot its cheapest fitting option; and
+        the open slots of a ``different`` rule the cheapest *distinct* records that fill them
+        all (a minimum-weight basis of their transversal matroid, found greedily). Rules left
+        out (coverage, one kind, ...) can only raise the true cost, so the bound is sound: a
+        value whose price on top of it exceeds the budget dooms the plan, with no solver call.
+        """
+        total = 0
+        grouped: set[str] = set()
+        for c in self.spec.constraints:
+            if c.kind != "different":
+                continue
+            slots = [
+                (str(var), options)
+                for _, _, var, options in self.vars_of(c.slots)
+                if str(var) not in grouped
+            ]
+            grouped.update(n for n, _ in slots)
+            total += self._distinct_floor(
+                [(n, o) for n, o in slots if n != name and n not in self.fixed]
+            )
+        for var_name in self.cost_vars:
+            if var_name == name:
+                continue
+            if var_name in self.fixed:
+                total += self.price(var_name, self.fixed[var_name])
+            elif var_name not in grouped:
+                fits = self.fitting.get(var_name, ((), 1))[0]
+                total += min((self.price(var_name, n) for n in fits), default=0)
+        return total
+
+    def _distinct_floor(self, slots: list[tuple[str, list[tuple[str, Record]]]]) -> int:
+        """The least cost of filling every required slot with a different record."""
+        wants: dict[str, set[tuple[str, int]]] = {}  # required slot -> records that fit it
+        price: dict[tuple[str, int], int] = {}
+        for name, options in slots:
+            fits = self.fitting.get(name, ((), 1))[0]
+            if NONE in fits or not fits:
+                continue  # may stay empty: costs nothing
+            wants[name] = set()
+            for n in fits:
+                key = (options[n][0], options[n][1].index)
+                wants[name].add(key)
+                price[key] = min(price.get(key, self.price(name, n)), self.price(name, n))
+        holder: dict[str, tuple[str, int]] = {}  # slot -> record, a matching grown greedily
+        users: dict[tuple[str, int], list[str]] = {}
+        for name, keys in wants.items():
+            for key in keys:
+                users.setdefault(key, []).append(name)
+
+        def place(key: tuple[str, int], seen: set[str]) -> bool:
+            for name in users.get(key, ()):
+                if name in seen:
+                    continue
+                seen.add(name)
+                if name not in holder or place(holder[name], seen):
+                    holder[name] = key
+                    return True
+            return False
+
+        total = 0
+        for key in sorted(price, key=lambda k: (price[k], k)):
+            if len(holder) == len(wants):
+                break
+            if place(key, set()):
+                total += price[key]
+        return total
 
     def _cost_of(self, var: z3.ArithRef, options: list[tuple[str, Record]]) -> z3.ArithRef:
         total = self._total()
@@ -308,14 +440,17 @@ class TripModel:
         return f"{c.at_most} {self.currency.show(bound)}", [self.total_cost <= self.bound_cents]
 
     def _c_different(self, c: Constraint) -> tuple[str, list[z3.BoolRef]]:
-        items = list(self.vars_of(c.slots))
-        formulas = []
-        for a in range(len(items)):
-            for b in range(a + 1, len(items)):
-                va, vb = items[a][2], items[b][2]
-                same = _same_record(va, items[a][3], vb, items[b][3])
-                if same is not None:
-                    formulas.append(z3.Not(same))
+        """No record twice: for each record, at most one slot variable names it.
+
+        Said per record over "slot == option" atoms rather than as pairwise disequalities
+        between slot variables: a disequality of integers makes the arithmetic solver split
+        cases (x < y or x > y), and with a few dozen slots that made hard requests take
+        seconds per look-ahead query."""
+        holders: dict[tuple[str, int], list[z3.BoolRef]] = {}
+        for _, _, var, options in self.vars_of(c.slots):
+            for n, (table, record) in enumerate(options):
+                holders.setdefault((table, record.index), []).append(var == n)
+        formulas = [z3.AtMost(*atoms, 1) for atoms in holders.values() if len(atoms) > 1]
         return f"different {'/'.join(c.slots)}", formulas
 
     def _c_min_nights(self, c: Constraint) -> tuple[str, list[z3.BoolRef]]:
@@ -439,18 +574,3 @@ def _lower_values(value: Any) -> set[str]:
     if isinstance(value, (list, tuple)):
         return {str(v).lower() for v in value}
     return {str(value).lower()}
-
-
-def _same_record(
-    va: z3.ArithRef, oa: list[tuple[str, Record]], vb: z3.ArithRef, ob: list[tuple[str, Record]]
-) -> z3.BoolRef | None:
-    """Return 'both slots hold the same record' (records matched by table and position)."""
-    if [(t, r.index) for t, r in oa] == [(t, r.index) for t, r in ob]:
-        return z3.And(va != NONE, va == vb)
-    index_b = {(t, r.index): n for n, (t, r) in enumerate(ob)}
-    pairs = [
-        z3.And(va == n, vb == index_b[(t, r.index)])
-        for n, (t, r) in enumerate(oa)
-        if (t, r.index) in index_b
-    ]
-    return z3.Or(*pairs) if pairs else None

@@ -2,10 +2,15 @@
 
 The decisions come in a fixed order (the stops, the nights at each, the transport of each
 leg, the stay at each stop, then each day's slots). For each, the look-ahead keeps the values
-from which a complete plan still exists (a Z3 check per value, in the table's ranking order),
-shows the model the best few of them with their cost and the budget left, and fixes the value
-the model picks. A decision with one feasible value is taken without asking. Since every value
-offered is feasible, the search never backtracks.
+from which a complete plan still exists, in the table's ranking order, shows the model the best
+few of them with their cost and the budget left, and fixes the value the model picks. A
+decision with one feasible value is taken without asking. Since every value offered is
+feasible, the search never backtracks.
+
+Three things keep the look-ahead fast without changing what it offers: a value that costs more
+than the budget leaves over the cheapest rest of the plan is refused with no solver call (a
+sound lower bound, ``TripModel.floor_without``); the solver tests values in blocks that grow
+while they hold no plan; and the value of the plan in hand needs no query at all.
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ from fllm_cli.prompts import render
 from fllm_cli.search.planner import Budgets, PlanStats
 
 SHOWN = 6  # options shown to the model at one decision
-CHECK_MS = 1000  # one look-ahead query; an undecided value is not offered (never a doomed one)
-DECISION_MS = 3000  # stop looking for more options once this is spent and two are found
+CHECK_MS = 300  # one look-ahead query; an undecided value is not offered (never a doomed one)
+DECISION_MS = 600  # stop looking for more options once this is spent (the plan in hand's value
+# is always offered, so a decision never ends with nothing)
+MAX_BLOCK = 16  # values ruled out by one look-ahead query at most
 PROGRESS = 80  # decided lines shown; a 31-day trip has more, and then the window slides
 EMPTY = "nothing (leave it empty)"
 
@@ -83,6 +90,7 @@ class DataPlanner:
         self.spent = 0  # cents of decided items
         self.lookahead_ms: list[float] = []
         self.solution: z3.ModelRef | None = None  # a complete plan under the decisions so far
+        self._floor: tuple[str, int] | None = None  # (variable, cost floor of the rest)
 
     # -- the decisions ------------------------------------------------------------------------
 
@@ -167,12 +175,25 @@ class DataPlanner:
 
     def run(self) -> Outcome:
         begin = time.perf_counter()
+        routed = False
         try:
             for decision in self.decisions():
+                if decision.slot is not None and not routed:
+                    # stops and nights are fixed: the places of every day are known
+                    self._tighten()
+                    routed = True
                 self._decide(decision)
         finally:
             self.stats.seconds = time.perf_counter() - begin
         return Outcome(dict(self.values), self.stats, self.lookahead_ms)
+
+    def _tighten(self) -> None:
+        t = self.trip
+        if self.solution is None:
+            if t.check() != z3.sat:
+                raise NoPlanError("internal error: no plan left once the route was fixed")
+            self.solution = t.solver.model()
+        t.tighten(self.solution)
 
     def _feasible(self, decision: Decision) -> tuple[list[int], dict[int, z3.ModelRef]]:
         """Return the best-ranked feasible values (at most SHOWN) and a solution for each."""
@@ -209,27 +230,68 @@ class DataPlanner:
         models: dict[int, z3.ModelRef],
         start: float,
     ) -> None:
+        """Find the best-ranked feasible values, in rank order, with few solver calls.
+
+        Values are tested in blocks: one query "some value of this block" rules out a whole
+        block of doomed values at once (often the expensive ones, under a tight budget). After
+        a block with no plan the next block is twice as long; after a hit, blocks are single
+        values again, so where most values are feasible it is one query per value, as before.
+        A hit inside a block is remembered, and the values ranked above it are tested again.
+        """
         t = self.trip
-        for value in candidates:
-            if len(found) >= SHOWN:
+        pending = [
+            v
+            for v in candidates
+            if cities is None
+            or v == NONE
+            or decision.slot is None
+            or place_key(decision.options[v][1][decision.slot.city]) in cities
+        ]
+        sure: dict[int, z3.ModelRef] = {free: known}  # values known feasible, with a plan
+        pending = [v for v in pending if v == free or not self._over_budget(decision, v)]
+        i, width = 0, 1
+        while i < len(pending) and len(found) < SHOWN:
+            if (time.perf_counter() - start) * 1000 > DECISION_MS:
                 break
-            if len(found) >= 2 and (time.perf_counter() - start) * 1000 > DECISION_MS:
-                break
-            if value == free:  # the solution in hand already has it: no solver call
+            value = pending[i]
+            if value in sure:
                 found.append(value)
-                models[value] = known
+                models[value] = sure[value]
+                i, width = i + 1, 1
                 continue
-            if cities is not None and value != NONE and decision.slot is not None:
-                city = place_key(decision.options[value][1][decision.slot.city])
-                if city not in cities:
-                    continue
+            block = []
+            for v in pending[i : i + width]:
+                if v in sure:
+                    break
+                block.append(v)
             self.stats.steps += 1
-            if t.check(decision.var == value) == z3.sat:
-                found.append(value)
-                models[value] = t.solver.model()
+            if len(block) == 1:
+                result = t.check(decision.var == value)
+            else:
+                result = t.check(z3.Or(*[decision.var == v for v in block]))
+            if result != z3.sat:  # no plan with any of them (or undecided: never offered)
+                i += len(block)
+                width = min(width * 2, MAX_BLOCK)
+                continue
+            model = t.solver.model()
+            hit = model.eval(decision.var, True).as_long()
+            sure[hit] = model
+            width = 1  # retest the values ranked above the hit one at a time
         if free not in found:  # the value the solution in hand uses is always feasible
             found.append(free)
             models[free] = known
+
+    def _over_budget(self, decision: Decision, value: int) -> bool:
+        """Whether ``value`` costs more than the budget leaves even for the cheapest rest of
+        the plan (``TripModel.floor_without``): a sound refusal that needs no solver call."""
+        t = self.trip
+        bound: int | None = getattr(t, "bound_cents", None)
+        name = str(decision.var)
+        if bound is None or decision.slot is None or name not in t.fitting:
+            return False
+        if self._floor is None or self._floor[0] != name:
+            self._floor = (name, t.floor_without(name))
+        return self._floor[1] + t.price(name, value) > bound
 
     def _day_cities(self, decision: Decision, model: z3.ModelRef) -> set[str] | None:
         """The cities of the decision's day (a cheap pre-filter before solver calls).
@@ -253,7 +315,7 @@ class DataPlanner:
         else:
             index = self._ask(decision, options)
         value = options[index]
-        self.trip.solver.add(decision.var == value)
+        self.trip.fix(decision.var, value)
         self.solution = models[value]
         self.values[decision.name] = value
         cost = self._cost(decision, value)

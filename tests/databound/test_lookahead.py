@@ -1,0 +1,131 @@
+"""The look-ahead's shortcuts must not change what it decides.
+
+* ``TripModel.floor_without`` refuses values with no solver call, so it must be a true lower
+  bound: never above the cheapest plan the solver can find (checked against Z3's optimiser).
+* The block scan tests several values per solver query, so it must offer exactly the values
+  a query per value would: the best-ranked feasible ones, in rank order.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+import z3
+
+from fllm_cli.databound import search
+from fllm_cli.databound.csp import NONE, TripModel
+from fllm_cli.databound.search import DataPlanner
+from fllm_cli.databound.spec import read_spec
+from fllm_cli.databound.tables import load_tables
+from fllm_cli.domain.load import load_domain
+from fllm_cli.llm.meter import RunMeter
+from fllm_cli.llm.simple import RandomModel
+from tests.databound.test_travelplanner import DOMAIN, QUERIES, REFS, structured
+
+
+def _trip(index: int, **change: Any) -> TripModel:
+    spec, _ = read_spec(load_domain(DOMAIN))
+    assert spec is not None
+    tables = load_tables(spec, REFS[index], "data")
+    return TripModel(spec, tables, {**structured(QUERIES[index]), **change})
+
+
+def _cheapest(trip: TripModel) -> int:
+    """The least total cost of a plan under the decisions so far, by Z3's optimiser."""
+    opt = z3.Optimize()
+    opt.set("timeout", 60_000)
+    opt.add(*trip.solver.assertions(), *trip.tracked.values())
+    handle = opt.minimize(trip.total_cost)
+    assert opt.check() == z3.sat
+    return int(str(opt.lower(handle)))
+
+
+@pytest.mark.parametrize(("index", "budget"), [(0, 10_000), (20, 10_000)])
+def test_the_cost_floor_is_never_above_the_cheapest_plan(index: int, budget: int) -> None:
+    trip = _trip(index, budget=budget, cuisine=None)
+    assert trip.check() == z3.sat
+    model = trip.solver.model()
+    for var in [*trip.stop, *trip.nights]:
+        trip.fix(var, model.eval(var, True).as_long())
+    trip.tighten(model)
+    rng = random.Random(index)
+    slots = [item for item in trip.slot_vars if str(item[2]) in trip.cost_vars]
+    for round_ in range(4):
+        cheapest = _cheapest(trip)
+        for _, _, var, _ in slots:
+            name = str(var)
+            if name in trip.fixed:
+                continue
+            fits = trip.fitting[name][0]
+            least = min(trip.price(name, n) for n in fits)
+            assert trip.floor_without(name) + least <= cheapest, (round_, name)
+        # decide a few slots the way a plan would (values of a solution), then look again
+        assert trip.check() == z3.sat
+        model = trip.solver.model()
+        for _, _, var, _ in rng.sample(slots, 4):
+            if str(var) not in trip.fixed:
+                trip.fix(var, model.eval(var, True).as_long())
+    # the floor with everything open is the floor of a real plan: at least the bound's sum
+    assert trip.floor_without("") > 0
+
+
+def test_the_floor_counts_distinct_records_for_a_different_rule() -> None:
+    """Five meals that must differ cannot all take the one cheapest restaurant."""
+    trip = _trip(0, budget=10_000, cuisine=None)
+    assert trip.check() == z3.sat
+    model = trip.solver.model()
+    for var in [*trip.stop, *trip.nights]:
+        trip.fix(var, model.eval(var, True).as_long())
+    trip.tighten(model)
+    meals = [str(v) for s, _, v, _ in trip.slot_vars if s.name in ("breakfast", "lunch", "dinner")]
+    required = [m for m in meals if NONE not in trip.fitting[m][0]]
+    assert len(required) >= 2
+    each_cheapest = sum(min(trip.price(m, n) for n in trip.fitting[m][0]) for m in required)
+    distinct = trip._distinct_floor(
+        [(str(v), o) for s, _, v, o in trip.slot_vars if str(v) in meals]
+    )
+    assert distinct > each_cheapest  # the same cheapest record cannot serve every meal
+
+
+def _brute(planner: DataPlanner, decision: search.Decision) -> list[int]:
+    """The best-ranked feasible values, one solver query per value (the reference)."""
+    t = planner.trip
+    out = []
+    candidates = list(decision.candidates) + ([NONE] if decision.optional else [])
+    for value in candidates:
+        if len(out) >= search.SHOWN:
+            break
+        if t.check(decision.var == value) == z3.sat:
+            out.append(value)
+    return out
+
+
+@pytest.mark.parametrize(("index", "budget"), [(0, None), (20, None), (20, "tight")])
+def test_the_block_scan_offers_what_one_query_per_value_would(
+    index: int, budget: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "DECISION_MS", 600_000)  # no early stop on a slow machine
+    monkeypatch.setattr(search, "CHECK_MS", 60_000)
+    change: dict[str, Any] = {}
+    if budget == "tight":  # a budget a little above the cheapest plan: most values doomed
+        change["budget"] = _cheapest(_trip(index)) / 100 + 150
+    trip = _trip(index, **change)
+    assert trip.check() == z3.sat
+    planner = DataPlanner(trip, RunMeter(RandomModel(3)), QUERIES[index]["query"], {})
+    routed = False
+    compared = 0
+    for decision in planner.decisions():
+        if decision.slot is not None and not routed:
+            planner._tighten()
+            routed = True
+        reference = _brute(planner, decision)
+        found, _ = planner._feasible(decision)
+        # exactly the reference, in its order; the scan may add the plan in hand's value last
+        assert found[: len(reference)] == reference, (decision.name, found, reference)
+        assert len(found) <= len(reference) + 1, (decision.name, found, reference)
+        compared += 1
+        planner.trip.fix(decision.var, found[0])
+        planner.solution = None
+    assert compared > 10
