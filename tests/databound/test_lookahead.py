@@ -129,3 +129,30 @@ def test_the_block_scan_offers_what_one_query_per_value_would(
         planner.trip.fix(decision.var, found[0])
         planner.solution = None
     assert compared > 10
+
+
+def test_a_swapped_plan_keeps_every_rule() -> None:
+    """``TripModel.swapped`` evaluates only the rules a variable takes part in; whenever it
+    says yes, the plan it returns must meet every assertion and every tracked rule."""
+    trip = _trip(20)
+    assert trip.check() == z3.sat
+    model = trip.solver.model()
+    for var in [*trip.stop, *trip.nights]:
+        trip.fix(var, model.eval(var, True).as_long())
+    trip.tighten(model)
+    everything = z3.And(*trip.solver.assertions(), *trip.tracked.values())
+    yes = no = 0
+    for _, _, var, options in trip.slot_vars:
+        assert trip.check() == z3.sat
+        known = trip.solver.model()
+        for value in [NONE, *range(len(options))]:
+            swap = trip.swapped(known, var, value)
+            if swap is None:
+                no += 1
+                continue
+            yes += 1
+            assert z3.is_true(swap.eval(everything, True)), (str(var), value)
+            assert swap.eval(var, True).as_long() == value
+        trip.fix(var, known.eval(var, True).as_long())
+    assert yes > 20 and no > 20  # both answers were exercised
+    assert trip.swapped(known, trip.stop[0], 0) is None  # route variables are never swapped

@@ -68,6 +68,8 @@ class TripModel:
         self.needs: dict[str, z3.BoolRef] = {}  # day slot var name -> "must be filled"
         self.fitting: dict[str, tuple[list[int], int]] = {}  # var -> fitting options, nights
         self.fixed: dict[str, int] = {}  # decided variables
+        self.own: dict[str, list[z3.BoolRef]] = {}  # var -> the rules only it takes part in
+        self.cost_exprs: dict[str, z3.ArithRef] = {}  # var -> its cost as a term of the var
         total = self._total()
         self.currency = spec.currency(total.at_most) if total is not None else spec.currencies()[0]
         self.build()
@@ -184,7 +186,6 @@ class TripModel:
         return None if not allowed else str(record[c.column]).lower() in allowed
 
     def _slots(self) -> None:
-        add = self.solver.add
         self.slot_vars: list[tuple[Slot, int | None, z3.ArithRef, list[tuple[str, Record]]]] = []
         for slot in self.spec.slots.values():
             options = [(t, r) for t in slot.tables for r in self._allowed(slot, t)]
@@ -201,7 +202,7 @@ class TripModel:
                         )
                         for n, (_, r) in enumerate(options)
                     ]
-                    add(z3.Or(*fits) if fits else z3.BoolVal(False))
+                    self._own(var, z3.Or(*fits) if fits else z3.BoolVal(False))
                     self.slot_vars.append((slot, j, var, options))
                     self._add_cost(var, options)
             elif slot.per == "stay":
@@ -211,7 +212,7 @@ class TripModel:
                         z3.And(var == n, self.stop_city[j] == self._id(r[slot.city]))
                         for n, (_, r) in enumerate(options)
                     ]
-                    add(z3.Or(*fits) if fits else z3.BoolVal(False))
+                    self._own(var, z3.Or(*fits) if fits else z3.BoolVal(False))
                     self.slot_vars.append((slot, j, var, options))
                     self._add_cost(var, options, self.nights[j])
             else:
@@ -232,7 +233,7 @@ class TripModel:
                         if slot.need != "stay"
                         else z3.Not(self.travel[d])
                     )
-                    add(z3.Or(z3.And(var == NONE, z3.Not(need)), *fits))
+                    self._own(var, z3.Or(z3.And(var == NONE, z3.Not(need)), *fits))
                     self.slot_vars.append((slot, d, var, options))
                     self.needs[str(var)] = need
                     self._add_cost(var, options)
@@ -253,9 +254,34 @@ class TripModel:
         if nights is not None:
             expr = z3.Sum(*[z3.If(nights == n, expr * n, 0) for n in range(1, self.days)])
         cost = z3.Int(f"cost_{var}")
-        self.solver.add(cost == expr)
+        self._own(var, cost == expr)
         self.costs.append(cost)
         self.cost_vars[str(var)] = (cost, [self.unit_cost(o) for o in options], nights)
+        self.cost_exprs[str(var)] = expr
+
+    def _own(self, var: z3.ArithRef, formula: z3.BoolRef) -> None:
+        """Assert a rule that only ``var`` (and the route) takes part in."""
+        self.solver.add(formula)
+        self.own.setdefault(str(var), []).append(formula)
+
+    def swapped(
+        self, model: z3.ModelRef, var: z3.ArithRef, value: int
+    ) -> z3.ModelRef | None:
+        """``model`` with ``var`` set to ``value``, if that is still a plan; else None.
+
+        Only the rules ``var`` takes part in can break, so only they are evaluated: its own
+        (where its record must be, its cost) and the tracked rules over the whole plan. This
+        finds most feasible values at a fraction of a solver query; None decides nothing."""
+        name = str(var)
+        if name not in self.own:  # a route variable: its rules are not kept apart
+            return None
+        copy = model.translate(model.ctx)
+        copy.update_value(var, z3.IntVal(value))
+        if name in self.cost_vars:
+            cost = copy.eval(self.cost_exprs[name], True)
+            copy.update_value(self.cost_vars[name][0], cost)
+        rules = [*self.own.get(name, ()), *(f for group in self.groups.values() for f in group)]
+        return copy if z3.is_true(copy.eval(z3.And(*rules), True)) else None
 
     def tighten(self, model: z3.ModelRef) -> None:
         """Once the route is fixed (every plan left has ``model``'s stops and nights), work out

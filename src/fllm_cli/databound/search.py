@@ -259,6 +259,9 @@ class DataPlanner:
                 models[value] = sure[value]
                 i, width = i + 1, 1
                 continue
+            if width == 1 and (swap := t.swapped(known, decision.var, value)) is not None:
+                sure[value] = swap
+                continue
             block = []
             for v in pending[i : i + width]:
                 if v in sure:
