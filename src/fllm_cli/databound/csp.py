@@ -70,6 +70,9 @@ class TripModel:
         self.fixed: dict[str, int] = {}  # decided variables
         self.own: dict[str, list[z3.BoolRef]] = {}  # var -> the rules only it takes part in
         self.cost_exprs: dict[str, z3.ArithRef] = {}  # var -> its cost as a term of the var
+        self.rules_of: dict[str, z3.BoolRef] = {}
+        self.formula_vars: dict[int, set[str]] = {}  # formula id -> the variables it mentions
+        self.mentions: list[tuple[z3.BoolRef, set[str]]] | None = None
         total = self._total()
         self.currency = spec.currency(total.at_most) if total is not None else spec.currencies()[0]
         self.build()
@@ -280,8 +283,21 @@ class TripModel:
         if name in self.cost_vars:
             cost = copy.eval(self.cost_exprs[name], True)
             copy.update_value(self.cost_vars[name][0], cost)
-        rules = [*self.own.get(name, ()), *(f for group in self.groups.values() for f in group)]
-        return copy if z3.is_true(copy.eval(z3.And(*rules), True)) else None
+        return copy if z3.is_true(copy.eval(self._rules_of(name), True)) else None
+
+    def _rules_of(self, name: str) -> z3.BoolRef:
+        """The conjunction of the rules variable ``name`` (or its cost) takes part in."""
+        if name not in self.rules_of:
+            if self.mentions is None:  # which constants each tracked formula mentions, once
+                self.mentions = [
+                    (f, self.formula_vars.get(f.get_id()) or _constants(f))
+                    for group in self.groups.values()
+                    for f in group
+                ]
+            keys = {name, f"cost_{name}"}
+            shared = [f for f, names in self.mentions if keys & names]
+            self.rules_of[name] = z3.And(*self.own.get(name, ()), *shared)
+        return self.rules_of[name]
 
     def tighten(self, model: z3.ModelRef) -> None:
         """Once the route is fixed (every plan left has ``model``'s stops and nights), work out
@@ -463,7 +479,9 @@ class TripModel:
         if bound is None:
             return None
         self.bound_cents = round(float(bound) * CENTS)
-        return f"{c.at_most} {self.currency.show(bound)}", [self.total_cost <= self.bound_cents]
+        rule = self.total_cost <= self.bound_cents
+        self.formula_vars[rule.get_id()] = {str(cost) for cost in self.costs}
+        return f"{c.at_most} {self.currency.show(bound)}", [rule]
 
     def _c_different(self, c: Constraint) -> tuple[str, list[z3.BoolRef]]:
         """No record twice: for each record, at most one slot variable names it.
@@ -472,11 +490,15 @@ class TripModel:
         between slot variables: a disequality of integers makes the arithmetic solver split
         cases (x < y or x > y), and with a few dozen slots that made hard requests take
         seconds per look-ahead query."""
-        holders: dict[tuple[str, int], list[z3.BoolRef]] = {}
+        holders: dict[tuple[str, int], list[tuple[z3.BoolRef, str]]] = {}
         for _, _, var, options in self.vars_of(c.slots):
             for n, (table, record) in enumerate(options):
-                holders.setdefault((table, record.index), []).append(var == n)
-        formulas = [z3.AtMost(*atoms, 1) for atoms in holders.values() if len(atoms) > 1]
+                holders.setdefault((table, record.index), []).append((var == n, str(var)))
+        formulas = []
+        for atoms in holders.values():
+            if len(atoms) > 1:
+                formulas.append(z3.AtMost(*[a for a, _ in atoms], 1))
+                self.formula_vars[formulas[-1].get_id()] = {name for _, name in atoms}
         return f"different {'/'.join(c.slots)}", formulas
 
     def _c_min_nights(self, c: Constraint) -> tuple[str, list[z3.BoolRef]]:
@@ -514,12 +536,13 @@ class TripModel:
         formulas = []
         for value in wanted:
             hits = [
-                var == n
+                (var == n, str(var))
                 for _, _, var, options in self.vars_of(c.slots)
                 for n, (_, r) in enumerate(options)
                 if value.lower() in _lower_values(r[c.column])
             ]
-            formulas.append(z3.Or(*hits) if hits else z3.BoolVal(False))
+            formulas.append(z3.Or(*[h for h, _ in hits]) if hits else z3.BoolVal(False))
+            self.formula_vars[formulas[-1].get_id()] = {name for _, name in hits}
         return f"{c.request} {', '.join(wanted)}", formulas
 
     def _c_forbid(self, c: Constraint) -> tuple[str, list[z3.BoolRef]] | None:
@@ -600,3 +623,20 @@ def _lower_values(value: Any) -> set[str]:
     if isinstance(value, (list, tuple)):
         return {str(v).lower() for v in value}
     return {str(value).lower()}
+
+
+def _constants(formula: z3.ExprRef) -> set[str]:
+    """The names of the uninterpreted constants (the variables) a formula mentions."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    stack = [formula]
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen:
+            continue
+        seen.add(e.get_id())
+        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            names.add(str(e))
+        else:
+            stack.extend(e.children())
+    return names
