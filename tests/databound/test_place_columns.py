@@ -66,3 +66,35 @@ def test_a_stops_field_that_is_not_a_text_column_is_located(tmp_path: Path) -> N
     line = next(n for n, row in enumerate(text.splitlines(), 1) if "field: name}" in row)
     assert f"renamed.yaml:{line}:" in result.out
     assert "table 'cities' has no text field 'name' naming a place" in result.out
+
+
+def test_verify_reads_details_after_a_renamed_place_column(tmp_path: Path) -> None:
+    """A plan may word what follows the last place freely; that place may be any column."""
+    domain, data = _renamed(tmp_path)
+    text = domain.read_text()
+    old = '    show: "{name}, ${price} a night"\n    write: "{name}, {area}"\n'
+    assert old in text
+    domain.write_text(
+        text.replace(old, old.replace('"{name}, {area}"', '"{name}, {area}, {price} a night"'))
+    )
+    out = tmp_path / "plan.json"
+    request = "Vegetarian, living in Milwaukee: plan my 3-day conference trip to Chicago, $700."
+    result = run_fllm(
+        "plan", str(domain), request, "--data", str(data), "--model", "random:4",
+        "-f", "json", "-o", str(out), "-q",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    doc = json.loads(out.read_text())
+    hotel = doc["plan"][1]["hotel"]
+    assert hotel.endswith(" a night")
+    doc["plan"][1]["hotel"] = hotel.rsplit(",", 1)[0] + ", a fair price per night"
+    out.write_text(json.dumps(doc))
+    checked = run_fllm("verify", str(domain), str(out), "--data", str(data))
+    assert checked.code == 0, checked.out + checked.err
+    # The cut stops after the place, not after the name: a wrong place is still wrong.
+    name = hotel.split(",", 1)[0]
+    doc["plan"][1]["hotel"] = f"{name}, Detroit, a fair price per night"
+    out.write_text(json.dumps(doc))
+    wrong = run_fllm("verify", str(domain), str(out), "--data", str(data))
+    assert wrong.code == 1
+    assert f"within data: day 2 hotel: '{name}, Detroit, a fair price per night'" in wrong.err

@@ -267,9 +267,7 @@ class TripModel:
         self.solver.add(formula)
         self.own.setdefault(str(var), []).append(formula)
 
-    def swapped(
-        self, model: z3.ModelRef, var: z3.ArithRef, value: int
-    ) -> z3.ModelRef | None:
+    def swapped(self, model: z3.ModelRef, var: z3.ArithRef, value: int) -> z3.ModelRef | None:
         """``model`` with ``var`` set to ``value``, if that is still a plan; else None.
 
         Only the rules ``var`` takes part in can break, so only they are evaluated: its own

@@ -122,7 +122,10 @@ def check_plan(
                 "complete", f"the plan has {len(plan)} days; the request asks for {days_wanted}"
             )
         )
-    index = {name: _index(table, tables.get(name, [])) for name, table in spec.tables.items()}
+    places = spec.place_columns()
+    index = {
+        name: _index(table, tables.get(name, []), places) for name, table in spec.tables.items()
+    }
     home = place_key(request.get(spec.trip.home))
     route: list[str] = []
     chosen: dict[str, list[tuple[int, tuple[str, Record]]]] = {s: [] for s in spec.slots}
@@ -219,14 +222,14 @@ def _norm(text: str) -> str:
     return " ".join(_STATE.sub("", text).split()).lower().replace(" ,", ",")
 
 
-def _index(table: Table, records: list[Record]) -> dict[str, Record]:
+def _index(table: Table, records: list[Record], places: set[str]) -> dict[str, Record]:
     """Map each record's written form, and its form cut after the last place, to the record.
 
     The cut form lets a plan carry details after the places ("..., duration: 3 hours") that
     the data words differently; the first record in source order wins a shared key.
     """
     out: dict[str, Record] = {}
-    cut = _cut(table.write)
+    cut = _cut(table.write, places)
     for record in records:
         out.setdefault(_norm(record.written(table)), record)
         if cut:
@@ -234,8 +237,10 @@ def _index(table: Table, records: list[Record]) -> dict[str, Record]:
     return out
 
 
-def _cut(template: str) -> str:
-    ends = [m.end() for m in re.finditer(r"\{(?:city|origin|dest|name|Name)\}", template)]
+def _cut(template: str, places: set[str]) -> str:
+    """The template up to its last place or name field (what follows may be worded freely)."""
+    names = "|".join(re.escape(p) for p in sorted(places | {"name"}))
+    ends = [m.end() for m in re.finditer(rf"\{{(?i:{names})\}}", template)]
     return template[: max(ends)] if ends and max(ends) < len(template) else ""
 
 

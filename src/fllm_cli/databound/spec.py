@@ -166,6 +166,13 @@ class DataSpec:
     constraints: tuple[Constraint, ...]
     path: str = ""
 
+    def place_columns(self) -> set[str]:
+        """The columns that name a place: the stops' field and every slot's place fields."""
+        out = {self.trip.stops_field}
+        for slot in self.slots.values():
+            out.update((slot.origin, slot.dest) if slot.per == "leg" else (slot.city,))
+        return out
+
     def currency(self, name: str) -> Currency:
         """The currency of request field ``name`` (dollars unless the field says otherwise)."""
         spec_field = self.request.get(name)
