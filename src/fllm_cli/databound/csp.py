@@ -142,15 +142,18 @@ class TripModel:
         self.night_city = {
             d: self._lookup(self.pos[d], [self.stop_city[j] for j in range(k)]) for d in self.pos
         }
-        self.travel = {1: z3.BoolVal(True), days: z3.BoolVal(True)}
+        # A round trip travels home on the last day; a trip that ends at its last stop spends
+        # the last day there (no night is booked for it).
+        self.returns = self.spec.trip.end == "home"
+        self.legs = k + 1 if self.returns else k
+        self.travel = {1: z3.BoolVal(True), days: z3.BoolVal(self.returns)}
         for d in range(2, days):
             self.travel[d] = self.pos[d] != self.pos[d - 1]
         self.day_from = {
             d: (z3.IntVal(home) if d == 1 else self.night_city[d - 1]) for d in range(1, days + 1)
         }
-        self.day_to = {
-            d: (z3.IntVal(home) if d == days else self.night_city[d]) for d in range(1, days + 1)
-        }
+        last = z3.IntVal(home) if self.returns else self.night_city[days - 1]
+        self.day_to = {d: (last if d == days else self.night_city[d]) for d in range(1, days + 1)}
         self._slots()
         self._constraints()
 
@@ -193,7 +196,7 @@ class TripModel:
         for slot in self.spec.slots.values():
             options = [(t, r) for t in slot.tables for r in self._allowed(slot, t)]
             if slot.per == "leg":
-                for j in range(self.k + 1):
+                for j in range(self.legs):
                     var = z3.Int(f"{slot.name}_leg{j}")
                     origin = z3.IntVal(self.ids[self.home]) if j == 0 else self.stop_city[j - 1]
                     dest = z3.IntVal(self.ids[self.home]) if j == self.k else self.stop_city[j]

@@ -38,11 +38,14 @@ def build_days(
     night_stop = {d: value(trip.pos[d]) for d in trip.pos}
     days: list[dict[str, Any]] = []
     items: list[dict[str, Any]] = []
-    leg_day = {0: 1, trip.k: trip.days}
+    leg_day = {0: 1, trip.k: trip.days}  # leg k (home again) only on a round trip
     for j in range(1, trip.k):
         leg_day[j] = value(trip.starts[j])
     for d in range(1, trip.days + 1):
-        here = home_text if d == trip.days else stops[night_stop[d]]
+        if d == trip.days:
+            here = home_text if trip.returns else stops[night_stop[d - 1]]
+        else:
+            here = stops[night_stop[d]]
         before = home_text if d == 1 else stops[night_stop[d - 1]]
         entry: dict[str, Any] = {
             "days": d,
@@ -289,13 +292,16 @@ def _route(
     want = count if isinstance(count, int) else count.get(n, 0)
     if not route:
         return
-    if route[0] != home or route[-1] != home:
-        bad(Violation("route", f"the trip must start and end at {request.get(spec.trip.home)}"))
+    returns = spec.trip.end == "home"
+    where = request.get(spec.trip.home)
+    if route[0] != home or (route[-1] != home) == returns:
+        end = f"start and end at {where}" if returns else f"start at {where} and end elsewhere"
+        bad(Violation("route", f"the trip must {end}"))
     blocks: list[str] = []
     for place in route:
         if not blocks or blocks[-1] != place:
             blocks.append(place)
-    visited = blocks[1:-1]
+    visited = blocks[1:-1] if returns else blocks[1:]
     if len(set(visited)) != len(visited) or home in visited:
         bad(Violation("route", "a place is visited twice"))
     if want and len(set(visited)) != want:

@@ -125,7 +125,7 @@ class DataPlanner:
             if slot.per == "leg":
                 name, question = (
                     f"{slot.name} of leg {at + 1}",
-                    f"Choose the {slot.name} for leg {at + 1} of {t.k + 1}.",
+                    f"Choose the {slot.name} for leg {at + 1} of {t.legs}.",
                 )
             elif slot.per == "stay":
                 name, question = (

@@ -30,6 +30,7 @@ REQUEST_TYPES = ("place", "integer", "money", "dates", "option", "options")
 FIELD_TYPES = ("text", "number", "number?", "texts", "flag")
 SLOT_PER = ("day", "leg", "stay")
 SLOT_NEED = ("always", "stay", "never")
+TRIP_ENDS = ("home", "last_stop")
 MAX_STOPS = 10
 MAX_DAYS = 31
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -115,6 +116,7 @@ class Trip:
     stops_table: str
     stops_count: dict[int, int] | int
     stops_field: str = "name"  # the column of the stops table that names a place
+    end: str = "home"  # where the last day ends: "home" (a round trip) or "last_stop"
 
 
 @dataclass(frozen=True)
@@ -413,7 +415,7 @@ class _SpecReader:
     def trip(
         self, node: Node | None, request: dict[str, RequestField], tables: dict[str, Table]
     ) -> Trip | None:
-        body = self.r.mapping(node, "trip", {"days", "home", "stops"})
+        body = self.r.mapping(node, "trip", {"days", "home", "stops", "end"})
         if body is None:
             return None
         get = Reader.get
@@ -453,9 +455,15 @@ class _SpecReader:
                 self.r.error(f"trip.stops.count must be 1..{MAX_STOPS}", count_node.loc)
             else:
                 count = number
+        end = self.r.string(get(body, "end"), "trip.end") or "home"
+        if end not in TRIP_ENDS:
+            where = get(body, "end")
+            self.r.error(
+                f"trip.end must be one of {', '.join(TRIP_ENDS)}", where.loc if where else None
+            )
         if not days or not home or not table:
             return None
-        return Trip(days, home, table, count, column)
+        return Trip(days, home, table, count, column, end)
 
     def slots(self, node: Node | None, tables: dict[str, Table]) -> dict[str, Slot]:
         out: dict[str, Slot] = {}
