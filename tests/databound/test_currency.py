@@ -133,3 +133,18 @@ def test_only_money_has_a_currency(tmp_path: Path) -> None:
     result = run_fllm("validate", str(path))
     assert result.code == 1
     assert "only a field of type money has a currency" in result.out
+
+
+@pytest.mark.parametrize(
+    ("budget", "message"),
+    [("1e400", "budget: inf is not a usable amount"), ("-5", "budget: must not be negative")],
+)
+def test_a_given_budget_must_be_a_usable_amount(tmp_path: Path, budget: str, message: str) -> None:
+    given = tmp_path / "request.json"
+    given.write_text(f'{{"home": "Milwaukee", "days": 3, "budget": {budget}}}')
+    result = run_fllm(
+        "plan", str(EXAMPLES / "conference_trip.yaml"), "my trip", "--data", str(DATA),
+        "--constraints", str(given), "--model", "random:1",
+    )  # fmt: skip
+    assert result.code == 2
+    assert result.err.strip() == f"error: --constraints: {message}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -685,6 +686,10 @@ def _normalise(spec_field: RequestField, value: Any, where: str) -> Any:
     if kind in ("integer", "money"):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise UsageError(f"{where}: must be a number")
+        if not math.isfinite(value) or abs(value) > 1e15:
+            raise UsageError(f"{where}: {value} is not a usable amount")
+        if kind == "money" and value < 0:
+            raise UsageError(f"{where}: must not be negative")
         return value
     if kind == "dates":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
