@@ -389,6 +389,33 @@ def bench_readme_command(runs: int) -> dict[str, Any]:
     return out
 
 
+TRAVEL = ROOT / "tests" / "data" / "travelplanner"
+LOOKAHEAD_GOAL_MS = 50.0
+
+
+def bench_data_lookahead(quick: bool) -> dict[str, Any]:
+    """The data-bound look-ahead on TravelPlanner's 7-day trips (the longest), request read
+    from the text, random chooser: the median per choice of each query, and their median.
+
+    The chooser changes which states the look-ahead meets, not what one query costs; the
+    embedded model's figures (all 45 queries, about 20 minutes) are in the README."""
+    queries = [json.loads(line) for line in (TRAVEL / "queries.jsonl").read_text().splitlines()]
+    refs = [json.loads(line) for line in (TRAVEL / "reference_info.jsonl").read_text().splitlines()]
+    picked = [(q, r) for q, r in zip(queries, refs) if q["days"] == 7][: 3 if quick else None]
+    domain = str(ROOT / "domains" / "travelplanner.yaml")
+    medians, seconds = [], []
+    for q, r in picked:
+        result = api.plan_task(domain, q["query"], "random:1", data=r)
+        medians.append(result.document["stats"]["lookahead_ms_median"])
+        seconds.append(result.document["stats"]["seconds"])
+    return {
+        "queries": len(picked),
+        "lookahead_ms_median_of_queries": round(statistics.median(medians), 1),
+        "lookahead_ms_worst_query": round(max(medians), 1),
+        "seconds_per_query_median": round(statistics.median(seconds), 2),
+    }
+
+
 def verdict(value: float, goal: float) -> str:
     """Return 'ok' when ``value`` meets ``goal``."""
     return "ok" if value < goal else "MISSED"
@@ -465,6 +492,16 @@ def report(results: dict[str, Any]) -> str:
                     f"<= {goal:g} s: {verdict(value, goal + 1e-9)}",
                 )
             )
+    data = results.get("data_lookahead")
+    if data:
+        value = data["lookahead_ms_median_of_queries"]
+        rows.append(
+            (
+                f"TravelPlanner 7-day look-ahead per choice (n={data['queries']})",
+                f"median {value:.1f} ms, worst query {data['lookahead_ms_worst_query']:.1f} ms",
+                f"<= {LOOKAHEAD_GOAL_MS:g} ms: {verdict(value, LOOKAHEAD_GOAL_MS + 1e-9)}",
+            )
+        )
     width = max(len(r[0]) for r in rows)
     value_width = max(len(r[1]) for r in rows)
     lines = [f"{'measure':<{width}}  {'figure':<{value_width}}  goal"]
@@ -489,6 +526,7 @@ def main() -> None:
             "planner": bench_planner(big, args.quick),
             "long_plans": bench_long_plans(Path(tmp), args.quick),
             "readme_command": bench_readme_command(1 if args.quick else 3),
+            "data_lookahead": bench_data_lookahead(args.quick),
         }
     results["bench_seconds"] = round(time.perf_counter() - begin, 1)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
