@@ -232,11 +232,12 @@ class DataPlanner:
     ) -> None:
         """Find the best-ranked feasible values, in rank order, with few solver calls.
 
-        Values are tested in blocks: one query "some value of this block" rules out a whole
-        block of doomed values at once (often the expensive ones, under a tight budget). After
-        a block with no plan the next block is twice as long; after a hit, blocks are single
-        values again, so where most values are feasible it is one query per value, as before.
-        A hit inside a block is remembered, and the values ranked above it are tested again.
+        Values the budget cannot carry are dropped first (``_over_budget``, no solver call).
+        A value is then tried by swapping it into the plan in hand (``TripModel.swapped``);
+        when that fails, the solver decides, in blocks: one query "some value of this block"
+        rules out a whole block of doomed values at once. After a block with no plan the next
+        block is twice as long; after a hit, values are taken one at a time again. A hit inside
+        a block is remembered, and the values ranked above it are tested again.
         """
         t = self.trip
         pending = [
