@@ -24,6 +24,8 @@ from fllm_cli.travel.reference import city_key
 NONE = -1
 CENTS = 100
 SOLVER_MS = 20_000
+EXPLAIN_MS = 2_000  # one query about one rule while explaining a refusal
+CHEAPEST_MS = 10_000  # the cheapest plan of a refused request (past it, no figure is given)
 
 
 def place_key(text: Any) -> str:
@@ -68,6 +70,7 @@ class TripModel:
         self.needs: dict[str, z3.BoolRef] = {}  # day slot var name -> "must be filled"
         self.fitting: dict[str, tuple[list[int], int]] = {}  # var -> fitting options, nights
         self.fixed: dict[str, int] = {}  # decided variables
+        self.request_rules: list[str] = []  # tracked forbid/match rules (explaining only)
         self.own: dict[str, list[z3.BoolRef]] = {}  # var -> the rules only it takes part in
         self.cost_exprs: dict[str, z3.ArithRef] = {}  # var -> its cost as a term of the var
         self.rules_of: dict[str, z3.BoolRef] = {}
@@ -557,7 +560,9 @@ class TripModel:
             for n, (_, r) in enumerate(options)
             if self._fits(c, r) is False
         ]
-        return f"{c.request} {_shown_value(wanted)}", formulas
+        name = f"{c.request} {_shown_value(wanted)}"
+        self.request_rules.append(name)
+        return name, formulas
 
     _c_match = _c_forbid
 
@@ -566,13 +571,23 @@ class TripModel:
     def check(self, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
         return self.solver.check(*self.tracked.values(), *assumptions)
 
-    def explain(self) -> tuple[str, str]:
-        """Say why no plan exists (an unsat core in words) and the smallest change that helps."""
+    def explain(self, relaxed: TripModel | None = None) -> tuple[str, str]:
+        """Say why no plan exists (an unsat core in words) and the smallest change that helps.
+
+        Planning applies the request's forbid/match rules by dropping records, so a core never
+        names them; ``relaxed`` (the same task built with ``explaining=True``) says which of
+        them no plan can keep: those are named too ("diet vegan"), each as a change that helps.
+        """
         result = self.check()
         if result == z3.unknown:
             return "the constraint solver gave up on this request (too large)", ""
         core = [str(f).removeprefix("rule:") for f in self.solver.unsat_core()]
         names = [n for n in self.tracked if n in core]
+        extra = relaxed.request_rules_to_drop() if relaxed is not None else []
+        if not names and extra:
+            return "no plan meets every rule: " + "; ".join(extra), " or ".join(
+                f"drop '{n}'" for n in extra
+            )
         if not names:
             what = ", ".join(self.empty) or "the route"
             return (
@@ -585,27 +600,50 @@ class TripModel:
         budget_rule = next(
             (n for n in names if total is not None and n.startswith(total.at_most)), None
         )
+        budget_message = False
         if budget_rule is not None and total is not None:
             cheapest = self.cheapest(without=budget_rule)
             if cheapest is not None:
+                budget_message = True
                 show = self.currency.show
                 message = (
                     f"{total.at_most} {show(self.bound_cents / CENTS)} < cheapest "
                     f"complete plan {show(cheapest / CENTS)}"
                 )
                 hints.append(f"raise the {total.at_most} to {show(math.ceil(cheapest / CENTS))}")
-        for name in names:
-            if name == budget_rule:
-                continue
-            others = [f for n, f in self.tracked.items() if n != name]
-            if self.solver.check(*others) == z3.sat:
-                hints.append(f"drop '{name}'")
+        self.solver.set("timeout", EXPLAIN_MS)
+        try:
+            for name in names:
+                if name == budget_rule:
+                    continue
+                others = [f for n, f in self.tracked.items() if n != name]
+                if self.solver.check(*others) == z3.sat:
+                    hints.append(f"drop '{name}'")
+        finally:
+            self.solver.set("timeout", SOLVER_MS)
+        if extra and not budget_message:
+            message += "; " + "; ".join(extra)
+        hints += [f"drop '{n}'" for n in extra]
         return message, " or ".join(hints)
+
+    def request_rules_to_drop(self) -> list[str]:
+        """The request's forbid/match rules whose removal alone leaves a plan (a model built
+        with ``explaining=True``; each query is bounded, and an undecided one names nothing)."""
+        out = []
+        self.solver.set("timeout", EXPLAIN_MS)
+        try:
+            for name in self.request_rules:
+                others = [f for n, f in self.tracked.items() if n != name]
+                if self.solver.check(*others) == z3.sat:
+                    out.append(name)
+        finally:
+            self.solver.set("timeout", SOLVER_MS)
+        return out
 
     def cheapest(self, without: str | None = None) -> int | None:
         """Return the lowest total cost (cents) of a plan meeting the other rules."""
         opt = z3.Optimize()
-        opt.set("timeout", SOLVER_MS)
+        opt.set("timeout", CHEAPEST_MS)
         for a in self.solver.assertions():
             opt.add(a)
         for name, flag in self.tracked.items():

@@ -161,7 +161,11 @@ class DataKind(Kind):
         request = values_of(readings)
         trip = TripModel(spec, tables, request)
         if trip.check() != z3.sat:
-            message, hint = TripModel(spec, tables, request, explaining=True).explain()
+            asks = any(
+                c.kind in ("forbid", "match") and request.get(c.request) for c in spec.constraints
+            )
+            relaxed = TripModel(spec, tables, request, explaining=True) if asks else None
+            message, hint = trip.explain(relaxed)
             raise NoPlanError(message, hint=hint or None)
         planner = DataPlanner(
             trip, meter, task, readings, tuple(domain.prompt_dirs), budgets, on_event
