@@ -76,8 +76,7 @@ class TripModel:
         self.rules_of: dict[str, z3.BoolRef] = {}
         self.formula_vars: dict[int, set[str]] = {}  # formula id -> the variables it mentions
         self.mentions: list[tuple[z3.BoolRef, set[str]]] | None = None
-        total = self._total()
-        self.currency = spec.currency(total.at_most) if total is not None else spec.currencies()[0]
+        self.currency = spec.money()[1]
         self.build()
 
     # -- shape -------------------------------------------------------------------------------
@@ -108,7 +107,6 @@ class TripModel:
     def build(self) -> None:
         _spec, days, k = self.spec, self.days, self.k
         self.ids = self._city_ids()
-        self.city_name = {v: k2 for k2, v in self.ids.items()}
         home = self.ids[self.home]
         stops_city = [self.ids[place_key(self.stop_name(n))] for n in range(len(self.stops))]
         if len(stops_city) < k:
@@ -307,14 +305,11 @@ class TripModel:
         """Once the route is fixed (every plan left has ``model``'s stops and nights), work out
         which options fit each slot there, and bound each slot's cost from below by its
         cheapest one (a bound that follows from the rules, so no plan is lost)."""
-        if self._total() is None:
-            return
 
         def at(expr: z3.ArithRef) -> int:
             return int(model.eval(expr, True).as_long())
 
         for slot, where, var, options in self.slot_vars:
-            cost, _, nights = self.cost_vars[str(var)]
             j = where or 0
             if slot.per == "leg":
                 ends = (
@@ -334,9 +329,9 @@ class TripModel:
                 fits = [n for n, (_, r) in enumerate(options) if self._id(r[slot.city]) in cities]
                 if not z3.is_true(model.eval(self.needs[str(var)], True)):
                     fits.append(NONE)  # it may stay empty
-            times = at(nights) if nights is not None else 1
-            self.fitting[str(var)] = (fits, times)
-            if fits:
+            self.fitting[str(var)] = (fits, at(self.nights[j]) if slot.per == "stay" else 1)
+            if fits and str(var) in self.cost_vars:
+                cost = self.cost_vars[str(var)][0]
                 self.solver.add(cost >= min(self.price(str(var), n) for n in fits))
 
     def price(self, name: str, value: int) -> int:
@@ -432,7 +427,7 @@ class TripModel:
         return expr
 
     def _total(self) -> Constraint | None:
-        return next((c for c in self.spec.constraints if c.kind == "total"), None)
+        return self.spec.total()
 
     def unit_cost(self, option: tuple[str, Record], total: Constraint | None = None) -> int:
         """Return the cost of a record in cents (per night for stays); 0 when uncosted."""
@@ -571,19 +566,26 @@ class TripModel:
     def check(self, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
         return self.solver.check(*self.tracked.values(), *assumptions)
 
-    def explain(self, relaxed: TripModel | None = None) -> tuple[str, str]:
+    def explain(self) -> tuple[str, str]:
         """Say why no plan exists (an unsat core in words) and the smallest change that helps.
 
         Planning applies the request's forbid/match rules by dropping records, so a core never
-        names them; ``relaxed`` (the same task built with ``explaining=True``) says which of
-        them no plan can keep: those are named too ("diet vegan"), each as a change that helps.
+        names them; the same task built with ``explaining=True`` says which of them no plan
+        can keep: those are named too ("diet vegan"), each as a change that helps.
         """
         result = self.check()
         if result == z3.unknown:
             return "the constraint solver gave up on this request (too large)", ""
         core = [str(f).removeprefix("rule:") for f in self.solver.unsat_core()]
         names = [n for n in self.tracked if n in core]
-        extra = relaxed.request_rules_to_drop() if relaxed is not None else []
+        asks = any(
+            c.kind in ("forbid", "match") and self.request.get(c.request)
+            for c in self.spec.constraints
+        )
+        extra = []
+        if asks and not self.explaining:
+            relaxed = TripModel(self.spec, self.tables, self.request, explaining=True)
+            extra = relaxed.request_rules_to_drop()
         if not names and extra:
             return "no plan meets every rule: " + "; ".join(extra), " or ".join(
                 f"drop '{n}'" for n in extra

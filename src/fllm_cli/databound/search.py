@@ -22,7 +22,7 @@ from typing import Any
 
 import z3
 
-from fllm_cli.databound.csp import CENTS, NONE, SOLVER_MS, TripModel, place_key
+from fllm_cli.databound.csp import CENTS, NONE, SOLVER_MS, TripModel
 from fllm_cli.databound.request import Reading
 from fllm_cli.databound.spec import Slot
 from fllm_cli.databound.tables import Record
@@ -204,7 +204,6 @@ class DataPlanner:
                 raise NoPlanError(f"internal error: no plan left before {decision.name}")
             self.solution = t.solver.model()
         known = self.solution
-        cities = self._day_cities(decision, known)
         free = known.eval(decision.var, True).as_long()
         found: list[int] = []
         models: dict[int, z3.ModelRef] = {}
@@ -213,7 +212,7 @@ class DataPlanner:
             candidates.append(NONE)
         t.solver.set("timeout", CHECK_MS)
         try:
-            self._scan(decision, candidates, free, known, cities, found, models, start)
+            self._scan(decision, candidates, free, known, found, models, start)
         finally:
             t.solver.set("timeout", SOLVER_MS)
         self.lookahead_ms.append((time.perf_counter() - start) * 1000)
@@ -225,7 +224,6 @@ class DataPlanner:
         candidates: list[int],
         free: int,
         known: z3.ModelRef,
-        cities: set[str] | None,
         found: list[int],
         models: dict[int, z3.ModelRef],
         start: float,
@@ -240,14 +238,9 @@ class DataPlanner:
         a block is remembered, and the values ranked above it are tested again.
         """
         t = self.trip
-        pending = [
-            v
-            for v in candidates
-            if cities is None
-            or v == NONE
-            or decision.slot is None
-            or place_key(decision.options[v][1][decision.slot.city]) in cities
-        ]
+        fitting = t.fitting.get(str(decision.var))  # known once the route is fixed
+        fits = set(fitting[0]) if fitting is not None else None
+        pending = [v for v in candidates if fits is None or v in fits]
         sure: dict[int, z3.ModelRef] = {free: known}  # values known feasible, with a plan
         pending = [v for v in pending if v == free or not self._over_budget(decision, v)]
         i, width = 0, 1
@@ -296,18 +289,6 @@ class DataPlanner:
         if self._floor is None or self._floor[0] != name:
             self._floor = (name, t.floor_without(name))
         return self._floor[1] + t.price(name, value) > bound
-
-    def _day_cities(self, decision: Decision, model: z3.ModelRef) -> set[str] | None:
-        """The cities of the decision's day (a cheap pre-filter before solver calls).
-
-        Only once the route is fixed: then every solution has the same cities on that day.
-        """
-        t = self.trip
-        if decision.day is None or decision.slot is None:
-            return None
-        d = decision.day
-        ends = (model.eval(t.day_from[d], True), model.eval(t.day_to[d], True))
-        return {t.city_name.get(e.as_long(), "") for e in ends}
 
     def _decide(self, decision: Decision) -> None:
         options, models = self._feasible(decision)

@@ -180,6 +180,17 @@ class DataSpec:
         spec_field = self.request.get(name)
         return spec_field.currency if spec_field is not None else DOLLARS
 
+    def total(self) -> Constraint | None:
+        """The ``total`` rule (the budget), if the domain has one."""
+        return next((c for c in self.constraints if c.kind == "total"), None)
+
+    def money(self) -> tuple[str | None, Currency]:
+        """The request field that bounds the total (if any) and the currency amounts use."""
+        total = self.total()
+        if total is None:
+            return None, self.currencies()[0]
+        return total.at_most, self.currency(total.at_most)
+
     def currencies(self) -> tuple[Currency, ...]:
         """The currencies of every money field (dollars when there is none)."""
         found = {f.currency for f in self.request.values() if f.type == "money"}

@@ -161,11 +161,7 @@ class DataKind(Kind):
         request = values_of(readings)
         trip = TripModel(spec, tables, request)
         if trip.check() != z3.sat:
-            asks = any(
-                c.kind in ("forbid", "match") and request.get(c.request) for c in spec.constraints
-            )
-            relaxed = TripModel(spec, tables, request, explaining=True) if asks else None
-            message, hint = trip.explain(relaxed)
+            message, hint = trip.explain()
             raise NoPlanError(message, hint=hint or None)
         planner = DataPlanner(
             trip, meter, task, readings, tuple(domain.prompt_dirs), budgets, on_event
@@ -220,7 +216,5 @@ class DataKind(Kind):
 
 def _money(spec: DataSpec) -> dict[str, Any]:
     """How a document's amounts are written, and which request field bounds the total."""
-    total = next((c for c in spec.constraints if c.kind == "total"), None)
-    bound = total.at_most if total is not None else None
-    currency = spec.currency(bound) if bound else spec.currencies()[0]
+    bound, currency = spec.money()
     return {"currency": currency.as_dict(), "bound": bound}
