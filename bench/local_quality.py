@@ -134,9 +134,9 @@ def probe_requests() -> list[tuple[Any, int]]:
 
 def run_probe(modes: tuple[str, ...]) -> dict[str, Any]:
     """Score every probe prompt under every mode; return accuracy and position counts."""
-    from fllm_cli.llm.local import LocalModel, find_default_gguf
+    from fllm_cli.llm.local import LocalModel, find_default_gguf, listing_mode
 
-    model = LocalModel(path=find_default_gguf(), cache=None)
+    model = LocalModel(path=find_default_gguf(), listing=listing_mode(), cache=None)
     requests = probe_requests()
     report: dict[str, Any] = {"prompts": len(requests)}
     for mode in modes:
@@ -167,7 +167,13 @@ def _rss_mb() -> float:
 def run_speed(trace: str | None) -> dict[str, Any]:
     """Time loading and choosing: the prompts of a ``--trace`` file, or the probe prompts."""
     from fllm_cli.llm import ChoiceRequest
-    from fllm_cli.llm.local import LocalModel, find_default_gguf, load_llama, scoring_mode
+    from fllm_cli.llm.local import (
+        LocalModel,
+        find_default_gguf,
+        listing_mode,
+        load_llama,
+        scoring_mode,
+    )
 
     if trace:
         records = [json.loads(line) for line in Path(trace).read_text().splitlines() if line]
@@ -179,7 +185,9 @@ def run_speed(trace: str | None) -> dict[str, Any]:
     else:
         requests = [request for request, _ in probe_requests()[:12]]
     before = _rss_mb()
-    model = LocalModel(path=find_default_gguf(), scoring=scoring_mode(), cache=None)
+    model = LocalModel(
+        path=find_default_gguf(), scoring=scoring_mode(), listing=listing_mode(), cache=None
+    )
     start = time.perf_counter()
     load_llama(model.path)
     load = time.perf_counter() - start

