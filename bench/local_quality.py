@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -201,6 +202,9 @@ def run_speed(trace: str | None) -> dict[str, Any]:
         "choices": len(times),
         "first_choice_seconds": round(times[0], 3),
         "later_choice_seconds_mean": round(sum(times[1:]) / max(1, len(times) - 1), 3),
+        "later_choice_seconds_median": round(statistics.median(times[1:] or [0.0]), 3),
+        "later_choice_seconds_max": round(max(times[1:] or [0.0]), 3),
+        "listing": model.listing,
         "tokens_evaluated": info["tokens_evaluated"],
         "tokens_reused": info["tokens_reused"],
         "peak_rss_mb": round(_rss_mb(), 1),

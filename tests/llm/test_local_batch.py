@@ -125,7 +125,7 @@ def test_scoring_leaves_the_cache_as_the_prompt_alone(engine: local._Engine) -> 
     engine.score_sequences(prompt, [engine.reply_tokens(text) for text in OPTIONS])
     memory = engine.llm._ctx.memory
     assert low.llama_memory_seq_pos_max(memory, 0) == len(prompt) - 1
-    for seq in range(1, local.SEQUENCES):  # the options' sequences are gone
+    for seq in range(1, local.PRIOR_SEQ):  # the options' sequences are gone
         assert low.llama_memory_seq_pos_max(memory, seq) == -1
     # the next prompt reuses the kept prefix and reads the same as from scratch
     longer = prompt + engine.tokenize(" Colorization")
