@@ -1,10 +1,13 @@
-"""How often the embedded model makes the paper's choice in the daily-plan and cooking domains.
+"""How often the embedded model makes the paper's choice in its three real-life domains.
 
-The paper (appendix A.5) prints GPT-4's Formal-LLM plan for both domains; those plans are the
+The paper (appendix A.5) prints GPT-4's Formal-LLM plan for the daily-plan, cooking and
+risk-management domains; those plans are the
 only references these domains have. The planner is walked along the reference plan (teacher
 forcing): at every choice point the embedded model is asked once per rotation of the options
 (the listing in the prompt rotated too), so position luck cancels out, and the reference option
-is taken to go on. Reported: the share of asks that picked the reference option, per domain.
+is taken to go on. Reported per domain: the share of asks that picked the reference option, and
+the share that picked the option least likely after text scoring's neutral prompt (a model
+that copies every listed option alike picks that one).
 
     .venv/bin/python bench/local_domains.py [--listing keep|drop]
 
@@ -48,11 +51,16 @@ COOKING = [
     "Combine lightly cooked beef and blanched and drained broccoli in a wok.",
     "Stir-fry the beef and broccoli mixture with the seasoning in a wok.",
 ]
+# The paper's risk plan: entitlement unclear, good standing, no CFIUS filing, antitrust filing.
+RISK = {"entitled": "Insufficient", "standing": "Yes", "CFIUS": "No", "antitrust": "Yes"}
+SCENARIO = {"seller": "Shareholders of Blizzard Entertainment", "buyer": "Microsoft"}
 CASES = [
     ("daily_plan", "domains/daily_plan.yaml", "Plan my Saturday."),
     ("daily_plan", "domains/daily_plan.yaml", "What should my day look like?"),
     ("cooking", "domains/cooking.yaml", "Cook broccoli beef"),
     ("cooking", "domains/cooking.yaml", "How do I make beef with broccoli?"),
+    ("risk_management", "domains/risk_management.yaml", "Design the risk management plan."),
+    ("risk_management", "domains/risk_management.yaml", "What should Microsoft check first?"),
 ]
 
 
@@ -88,7 +96,21 @@ def cooking_reference(prompt: str, options: tuple[str, ...]) -> int | None:
     return hits[0] if len(hits) == 1 else None
 
 
-REFERENCES = {"daily_plan": daily_reference, "cooking": cooking_reference}
+def risk_reference(prompt: str, options: tuple[str, ...]) -> int | None:
+    """The paper's answer to the question the prompt asks last."""
+    asked = [line for line in prompt.splitlines() if line.startswith("Question:")]
+    for word, answer in RISK.items():
+        if asked and word in asked[-1]:
+            hits = [i for i, o in enumerate(options) if o.startswith(answer)]
+            return hits[0] if len(hits) == 1 else None
+    return None
+
+
+REFERENCES = {
+    "daily_plan": daily_reference,
+    "cooking": cooking_reference,
+    "risk_management": risk_reference,
+}
 
 
 def rotated(prompt: str, options: tuple[str, ...], shift: int) -> tuple[str, tuple[str, ...]]:
@@ -119,9 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     from fllm_cli import api
     from fllm_cli.llm import ChoiceRequest, ChoiceResult, ModelOptions, make_model
     from fllm_cli.llm.base import Model
+    from fllm_cli.llm.local import CHOICE_SYSTEM, NEUTRAL
 
     local = make_model("local", ModelOptions(cache=False))
     tally: dict[str, list[int]] = {}
+
+    def rareness(options: tuple[str, ...]) -> list[float]:
+        """Each option's log-probability after the neutral prompt of text scoring."""
+        engine, _ = local._ready()
+        neutral = local._tokens(CHOICE_SYSTEM, NEUTRAL)
+        return engine.priors(neutral, options)
 
     class Teacher(Model):
         """Asks the local model at every rotation, then takes the reference option."""
@@ -136,12 +165,15 @@ def main(argv: list[str] | None = None) -> int:
             if want is None:
                 return ChoiceResult(index=0, raw="1")
             n = len(request.options)
+            priors = rareness(request.options)
+            rarest = min(range(n), key=priors.__getitem__)
             for shift in range(n):
                 prompt, order = rotated(request.prompt, request.options, shift)
-                got = local.choose(ChoiceRequest(prompt=prompt, options=order)).index
-                hit = (got + shift) % n == want
-                tally.setdefault(self.domain, [0, 0])[0] += int(hit)
-                tally[self.domain][1] += 1
+                got = (local.choose(ChoiceRequest(prompt=prompt, options=order)).index + shift) % n
+                counts = tally.setdefault(self.domain, [0, 0, 0])
+                counts[0] += int(got == want)
+                counts[1] += 1
+                counts[2] += int(got == rarest)
             return ChoiceResult(index=want, raw=str(want + 1))
 
         def generate(self, request: Any) -> Any:
@@ -149,14 +181,19 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.perf_counter()
     for domain, path, task in CASES:
-        problem = api.compile_problem(str(ROOT / path), task=task)
+        variables = SCENARIO if domain == "risk_management" else None
+        problem = api.compile_problem(str(ROOT / path), task=task, variables=variables)
         api.plan(problem, model=Teacher(domain))
     report: dict[str, Any] = {
         "listing": os.environ.get("FLLM_LOCAL_LISTING", "drop"),
         "seconds": round(time.perf_counter() - start, 1),
     }
-    for domain, (hits, asks) in tally.items():
-        report[domain] = {"asks": asks, "reference_picked": round(hits / asks, 3)}
+    for domain, (hits, asks, rare) in tally.items():
+        report[domain] = {
+            "asks": asks,
+            "reference_picked": round(hits / asks, 3),
+            "rarest_picked": round(rare / asks, 3),  # least likely after the neutral prompt
+        }
     print(json.dumps(report, indent=2))
     return 0
 
