@@ -287,3 +287,29 @@ def test_a_prompt_filling_the_context_evicts_the_neutral_prompt(
     engine.prime(engine.tokenize("short again"))
     engine.prior_memo.clear()
     assert len(engine.priors(neutral, ("yes", "no"))) == 2  # evaluated again when needed
+
+
+def test_a_listing_label_is_short() -> None:
+    # also what keeps the label pattern linear: a hostile line of spaces is no listing line
+    assert local.unlisted("Q?\n" + " " * 200_000 + "A\n2: B", ("A", "B")) is None
+    assert local.unlisted("Q?\n(12)  A\n2: B", ("A", "B")) == "Q?"
+
+
+@needs_model
+@pytest.mark.local_model
+def test_one_option_at_a_time_when_sequences_cannot_share(
+    engine: local._Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prompt = _prompt(engine, "Which step colours a grayscale photo?")
+    seqs = [engine.reply_tokens(text) for text in OPTIONS]
+    neutral = engine.tokenize("Which option is best?")
+    engine.prior_memo.clear()
+    shared = (engine.score_sequences(prompt, seqs), engine.priors(neutral, OPTIONS))
+    monkeypatch.setattr(engine, "batched", False)  # as for a recurrent model
+    engine.prior_memo.clear()
+    before = engine.stats.tokens_evaluated
+    plain = (engine.score_sequences(prompt, seqs), engine.priors(neutral, OPTIONS))
+    assert engine.stats.tokens_evaluated > before
+    _same(plain[0], shared[0])
+    _same(plain[1], shared[1])
+    assert not local._recurrent(engine.llm)  # SmolLM2 is a transformer

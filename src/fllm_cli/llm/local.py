@@ -314,6 +314,9 @@ class _Engine:
         self.digit_ids = [t for d in "0123456789" for t in self.tokenize(d)[:1]]
         self.prior_memo: dict[tuple[tuple[int, ...], str], float] = {}
         self._neutral: list[int] = []  # the tokens held in PRIOR_SEQ
+        # Sequences sharing cache cells need attention caches; a recurrent model's state is
+        # one per sequence, so such a model scores its options one after the other.
+        self.batched = not _recurrent(llm)
         self._neutral_first: np.ndarray | None = None
 
     def tokenize(self, text: str, special: bool = False) -> list[int]:
@@ -391,26 +394,34 @@ class _Engine:
         return self.score_sequences(prompt, [self.reply_tokens(text) for text in texts])
 
     def priors(self, neutral: list[int], texts: tuple[str, ...]) -> list[float]:
-        """Return log P(text | neutral prompt) for each text, remembered across calls.
-
-        The neutral prompt stays in a sequence of its own (PRIOR_SEQ) beside the planner's
-        prompt, so neither evicts the other and no second model is loaded.
-        """
+        """Return log P(text | neutral prompt) for each text, remembered across calls."""
         key = tuple(neutral)
         missing = list(dict.fromkeys(t for t in texts if (key, t) not in self.prior_memo))
         if missing:
-            first = self._neutral_row(neutral)
             seqs = [self.reply_tokens(t) for t in missing]
-            room = min(int(self.llm.n_batch), self.n_ctx - len(neutral) - self.llm.n_tokens)
-            scores: list[float] = [0.0] * len(seqs)
-            for group in token_groups(seqs, SEQUENCES - 2, room):
-                got, _ = self._score_group(
-                    len(neutral), [], [seqs[i] for i in group], first, source=PRIOR_SEQ
-                )
-                for i, score in zip(group, got):
-                    scores[i] = score
+            if self.batched:
+                scores = self._shared_priors(neutral, seqs)
+            else:  # the neutral prompt takes sequence 0's place
+                scores = self.score_sequences(neutral, seqs)
             self.prior_memo.update({(key, t): s for t, s in zip(missing, scores)})
         return [self.prior_memo[(key, t)] for t in texts]
+
+    def _shared_priors(self, neutral: list[int], seqs: list[list[int]]) -> list[float]:
+        """Score ``seqs`` after ``neutral``, held in a sequence of its own (PRIOR_SEQ).
+
+        The neutral prompt stays beside the planner's prompt, so neither evicts the other and
+        no second model is loaded.
+        """
+        first = self._neutral_row(neutral)
+        room = min(int(self.llm.n_batch), self.n_ctx - len(neutral) - self.llm.n_tokens)
+        scores: list[float] = [0.0] * len(seqs)
+        for group in token_groups(seqs, SEQUENCES - 2, room):
+            got, _ = self._score_group(
+                len(neutral), [], [seqs[i] for i in group], first, source=PRIOR_SEQ
+            )
+            for i, score in zip(group, got):
+                scores[i] = score
+        return scores
 
     def _neutral_row(self, neutral: list[int]) -> np.ndarray:
         """Keep ``neutral`` evaluated in PRIOR_SEQ; return the next-token log-probs after it."""
@@ -449,6 +460,9 @@ class _Engine:
         """
         if not seqs:
             return []
+        if not self.batched:
+            start = self.prime(prompt)
+            return [sum(self.sequence_logprobs(prompt, start, seq)) for seq in seqs]
         if len(prompt) >= self.n_ctx:
             self.prime(prompt)  # raises the context-size error with its hint
         llm = self.llm
@@ -562,6 +576,17 @@ class _Engine:
         return scores, first
 
 
+def _recurrent(llm: Any) -> bool:
+    """Whether the model keeps a recurrent state (Mamba, RWKV, hybrids) instead of a KV cache."""
+    import llama_cpp.llama_cpp as low
+
+    model = llm._model.model
+    checks = [
+        getattr(low, name, None) for name in ("llama_model_is_recurrent", "llama_model_is_hybrid")
+    ]
+    return any(bool(check(model)) for check in checks if check is not None)
+
+
 def token_trie(seqs: list[list[int]]) -> tuple[list[tuple[int, int, list[int]]], list[list[int]]]:
     """Return the trie of every proper prefix of ``seqs``, and each sequence's path through it.
 
@@ -632,7 +657,8 @@ _TRAIL = re.compile(r"[\s,.;]*")
 def _lists(line: str, text: str) -> bool:
     """Whether ``line`` is a listing line of ``text``: a short label, the text, punctuation."""
     at = line.find(text)
-    return at >= 0 and bool(
+    # a label is short; the bound also keeps the pattern linear on hostile lines of spaces
+    return 0 <= at <= 12 and bool(
         _LABEL.fullmatch(line[:at]) and _TRAIL.fullmatch(line[at + len(text) :])
     )
 
