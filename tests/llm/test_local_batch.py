@@ -110,7 +110,7 @@ def test_groups_and_a_long_new_prompt_give_the_same_scores(
     seqs = [engine.reply_tokens(text) for text in OPTIONS]
     whole = engine.score_sequences(prompt, seqs)
     engine.prime(engine.tokenize("something else entirely"))  # forget the cached prompt
-    monkeypatch.setattr(local, "SEQUENCES", 3)  # two options per pass: three passes
+    monkeypatch.setattr(local, "SEQUENCES", 3)  # one option per pass: six passes
     monkeypatch.setattr(engine.llm, "n_batch", 64)  # the prompt no longer fits with them
     assert len(prompt) > 64
     _same(engine.score_sequences(prompt, seqs), whole)
@@ -137,13 +137,89 @@ def test_scoring_leaves_the_cache_as_the_prompt_alone(engine: local._Engine) -> 
     assert abs(kept - fresh).max() < 0.1
 
 
+@pytest.fixture(scope="module")
+def small() -> local._Engine:
+    """An engine on a 512-token context, where the limits are close."""
+    return local._Engine(local.load_llama(local.find_default_gguf(), 512).llm, local._Stats())
+
+
 @needs_model
 @pytest.mark.local_model
-def test_many_choice_points_do_not_fill_the_context(engine: local._Engine) -> None:
-    seqs = [engine.reply_tokens(text) for text in OPTIONS]
-    for k in range(40):  # each call adds option cells; they must all be freed again
-        engine.score_sequences(_prompt(engine, f"Question number {k}: which step?"), seqs)
-    assert engine.llm.n_tokens < 40
+def test_many_choice_points_do_not_fill_the_context(small: local._Engine) -> None:
+    import llama_cpp.llama_cpp as low
+
+    seqs = [small.reply_tokens(f"{text} number {k}") for k in range(8) for text in OPTIONS[:4]]
+    for k in range(40):  # each call adds 30-odd option cells; they must all be freed again
+        small.score_sequences(_prompt(small, f"Question number {k}: which step?"), seqs)
+    memory = small.llm._ctx.memory
+    assert all(low.llama_memory_seq_pos_max(memory, seq) == -1 for seq in range(1, 31))
+
+
+@needs_model
+@pytest.mark.local_model
+def test_new_priors_after_a_prompt_that_filled_the_context(small: local._Engine) -> None:
+    neutral = small.tokenize("Which option is the best next step? Reply with the option.")
+    small.priors(neutral, ("yes", "no"))
+    long = small.tokenize("Plan it. " * 300)[:500]  # evicts the neutral prompt
+    assert len(long) == 500
+    small.score_sequences(long, [small.reply_tokens("yes"), small.reply_tokens("no")])
+    for question in ("Short question?", "Another one?"):  # new option texts need new priors
+        texts = (f"first answer to {question}", f"second answer to {question}")
+        assert len(small.priors(neutral, texts)) == 2
+        prompt = _prompt(small, question)
+        assert len(small.score_sequences(prompt, [small.reply_tokens(t) for t in texts])) == 2
+
+
+@needs_model
+@pytest.mark.local_model
+def test_engines_on_one_model_see_each_others_neutral_prompt(small: local._Engine) -> None:
+    other = local._Engine(small.llm, local._Stats())
+    assert other.held is small.held and other.prior_memo is small.prior_memo
+    small.priors(small.tokenize("Which option is best? Reply with it."), ("a", "b c"))
+    assert other.held.tokens  # the other engine knows those cells are taken
+    other.prime(small.tokenize("word " * 600)[:505])  # would not fit beside them
+
+
+@needs_model
+@pytest.mark.local_model
+def test_a_state_that_cannot_be_cut_back_is_read_again(
+    small: local._Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import llama_cpp.llama_cpp as low
+
+    prompt = _prompt(small, "Which step gives a caption?")
+    seqs = [small.reply_tokens(text) for text in OPTIONS]
+    small.priors(small.tokenize("Which is best?"), OPTIONS)
+    shared = small.score_sequences(prompt, seqs)
+    real = small.llm._ctx.kv_cache_seq_rm
+    memory = small.llm._ctx.memory
+
+    def recurrent(seq: int, p0: int, p1: int) -> bool:  # as llama.cpp's recurrent memory does
+        if 0 < p0 <= low.llama_memory_seq_pos_max(memory, max(seq, 0)):
+            return False
+        return bool(real(seq, p0, p1))
+
+    monkeypatch.setattr(small.llm._ctx, "kv_cache_seq_rm", recurrent)
+    monkeypatch.setattr(small, "batched", False)
+    before = small.stats.tokens_evaluated
+    _same(small.score_sequences(prompt, seqs), shared)
+    assert small.stats.tokens_evaluated - before > len(OPTIONS) * len(prompt) // 2
+    assert not small.held.tokens  # clearing the state dropped the neutral prompt too
+
+
+@needs_model
+@pytest.mark.local_model
+def test_llama_cpp_reads_its_prompt_again_after_scoring(engine: local._Engine) -> None:
+    prompt = _prompt(engine, "Which step gives a caption for a photo?")
+
+    def complete() -> str:
+        out = engine.llm.create_completion(prompt=prompt, max_tokens=6, temperature=0.0, seed=0)
+        return str(out["choices"][0]["text"])
+
+    engine.prime(engine.tokenize("unrelated"))
+    fresh = complete()
+    engine.score_sequences(prompt, [engine.reply_tokens(text) for text in OPTIONS])
+    assert complete() == fresh
 
 
 # ------------------------------------------------------------ the 16-bit copy
@@ -161,6 +237,26 @@ def test_small_model_runs_from_a_16_bit_copy_made_once(tmp_path: Path) -> None:
     assert local.unpacked(shipped) == copy and copy.stat().st_mtime_ns == made
     assert local.unpacked(copy) == copy  # already 16-bit: used as it is
     assert not [p for p in copy.parent.iterdir() if p.name.endswith(".part")]
+
+
+@needs_model
+@pytest.mark.local_model
+def test_older_copies_and_dead_parts_are_pruned() -> None:
+    shipped = local.find_default_gguf()
+    copy = local.unpacked(shipped)
+    family = copy.name.rsplit("-", 2)[0] + "-"
+    older = copy.with_name(f"{family}1-1.f16.gguf")
+    copy.rename(older)
+    dead = copy.with_name(f".{copy.name}.999.part")
+    dead.write_bytes(b"half")
+    os.utime(dead, (1, 1))
+    fresh_part = copy.with_name(f".{copy.name}.998.part")  # another process may be writing
+    fresh_part.write_bytes(b"half")
+    unrelated = copy.with_name("other-0123456789-1-1.f16.gguf")
+    unrelated.write_bytes(b"x")
+    assert local.unpacked(shipped) == copy and copy.exists()
+    assert not older.exists() and not dead.exists()
+    assert fresh_part.exists() and unrelated.exists()
 
 
 @needs_model
@@ -242,6 +338,8 @@ def test_dropping_the_listing_reads_fewer_tokens_and_still_chooses() -> None:
         model = local.LocalModel(path=local.find_default_gguf(), listing=listing)
         model._engine = local._Engine(local.load_llama(model.path).llm, model.stats)
         model._engine.prime(model._engine.tokenize("reset"))
+        model._engine.prior_memo.clear()  # priors are shared by models on one file
+        model._engine.forget_neutral()
         result = model.choose(ChoiceRequest(prompt=prompt, options=options))
         assert result.index == 0  # the caption
         spent[listing] = model.stats.tokens_evaluated

@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import hashlib
 import importlib.util
 import os
 import re
@@ -219,7 +220,9 @@ def unpacked(path: Path) -> Path:
     if mode not in ("1", "yes", "on", "true") and stat.st_size > UNPACK_LIMIT:
         return path
     folder = models_dir() / "unpacked"
-    target = folder / f"{path.stem[:100]}-{stat.st_size}-{stat.st_mtime_ns}.f16.gguf"
+    origin = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:10]
+    family = f"{path.stem[:100]}-{origin}-"  # every copy ever made of this path
+    target = folder / f"{family}{stat.st_size}-{stat.st_mtime_ns}.f16.gguf"
     if is_file(target):
         return target
     if _file_type(path) in (None, *_WIDE_TYPES):
@@ -244,7 +247,18 @@ def unpacked(path: Path) -> Path:
     finally:
         with contextlib.suppress(OSError):
             temporary.unlink()
+    _prune(folder, family, target)
     return target
+
+
+def _prune(folder: Path, family: str, keep: Path) -> None:
+    """Delete older copies of the same file, and parts that a killed process left (1 h old)."""
+    now = time.time()
+    for item in folder.iterdir():
+        stale = item.name.startswith(family) and item.name.endswith(".f16.gguf") and item != keep
+        with contextlib.suppress(OSError):
+            if stale or (item.name.endswith(".part") and now - item.stat().st_mtime > 3600):
+                item.unlink()
 
 
 def load_llama(path: Path, n_ctx: int | None = None) -> _Loaded:
@@ -295,12 +309,40 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     return out
 
 
+def _log_norms(rows: np.ndarray, chunk: int = 32) -> np.ndarray:
+    """Return each row's log-sum-exp, a few rows at a time.
+
+    A full log-softmax of hundreds of rows over a 49k vocabulary would take hundreds of MB.
+    """
+    import numpy as np
+
+    out = np.empty(len(rows), dtype=np.float64)
+    for start in range(0, len(rows), chunk):
+        part = rows[start : start + chunk]
+        top = part.max(axis=1, keepdims=True)
+        sums = np.exp(part - top).sum(axis=1, keepdims=True)
+        out[start : start + chunk] = (top + np.log(sums))[:, 0]
+    return out
+
+
 @dataclass
 class _Stats:
     calls: int = 0
     infer_seconds: float = 0.0
     tokens_evaluated: int = 0
     tokens_reused: int = 0
+
+
+@dataclass
+class _Held:
+    """What a loaded model's context holds for text scoring beside the planner's prompt."""
+
+    tokens: list[int] = field(default_factory=list)  # the neutral prompt, in PRIOR_SEQ
+    first: Any = None  # the next-token log-probs after it
+    memo: dict[tuple[tuple[int, ...], str], float] = field(default_factory=dict)
+
+
+_HELD: dict[int, _Held] = {}  # by id() of the loaded llama.cpp model, which lives to the end
 
 
 class _Engine:
@@ -312,12 +354,12 @@ class _Engine:
         self.n_vocab = int(llm.n_vocab())
         self.n_ctx = int(llm.n_ctx())
         self.digit_ids = [t for d in "0123456789" for t in self.tokenize(d)[:1]]
-        self.prior_memo: dict[tuple[tuple[int, ...], str], float] = {}
-        self._neutral: list[int] = []  # the tokens held in PRIOR_SEQ
+        # what the shared context holds besides sequence 0: every engine on it sees the same
+        self.held = _HELD.setdefault(id(llm), _Held())
+        self.prior_memo = self.held.memo
         # Sequences sharing cache cells need attention caches; a recurrent model's state is
         # one per sequence, so such a model scores its options one after the other.
         self.batched = not _recurrent(llm)
-        self._neutral_first: np.ndarray | None = None
 
     def tokenize(self, text: str, special: bool = False) -> list[int]:
         """Tokenize without adding a BOS (the chat template decides that)."""
@@ -334,7 +376,10 @@ class _Engine:
             )
         llm = self.llm
         common = self._common_prefix(tokens)
-        llm.eval(tokens[common:])
+        try:
+            llm.eval(tokens[common:])
+        except RuntimeError as exc:
+            raise BackendError(f"llama.cpp could not evaluate the prompt ({exc})") from None
         self.stats.tokens_reused += common
         self.stats.tokens_evaluated += len(tokens) - common
         last = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(self.n_vocab,))
@@ -346,9 +391,13 @@ class _Engine:
 
         llm = self.llm
         tokens = tokens[: llm.n_batch]
-        llm._ctx.kv_cache_seq_rm(-1, base, -1)
+        if not llm._ctx.kv_cache_seq_rm(-1, base, -1):
+            raise BackendError("llama.cpp cannot rewind this model's state to score an option")
         llm._batch.set_batch(batch=tokens, n_past=base, logits_all=True)
-        llm._ctx.decode(llm._batch)
+        try:
+            llm._ctx.decode(llm._batch)
+        except RuntimeError as exc:
+            raise BackendError(f"llama.cpp could not evaluate an option ({exc})") from None
         llm.input_ids[base : base + len(tokens)] = tokens
         llm.n_tokens = base + len(tokens)
         self.stats.tokens_evaluated += len(tokens)
@@ -412,6 +461,9 @@ class _Engine:
         The neutral prompt stays beside the planner's prompt, so neither evicts the other and
         no second model is loaded.
         """
+        wanted = len(neutral) + min(len(token_trie(seqs)[0]), int(self.llm.n_batch))
+        if self.llm.n_tokens + wanted >= self.n_ctx:
+            self.forget_prompt()  # the planner's cached prompt makes way; read again when asked
         first = self._neutral_row(neutral)
         room = min(int(self.llm.n_batch), self.n_ctx - len(neutral) - self.llm.n_tokens)
         scores: list[float] = [0.0] * len(seqs)
@@ -429,25 +481,33 @@ class _Engine:
 
         memory = self.llm._ctx.memory
         held = low.llama_memory_seq_pos_max(memory, PRIOR_SEQ) + 1
-        if self._neutral != neutral or held != len(neutral) or self._neutral_first is None:
+        if self.held.tokens != neutral or held != len(neutral) or self.held.first is None:
             self.forget_neutral()
+            if len(neutral) >= self.n_ctx:
+                raise ContextOverflow("the neutral prompt does not fit", hint=_CTX_HINT)
             if len(neutral) + self.llm.n_tokens >= self.n_ctx:
-                raise ContextOverflow("the local context is full", hint=_CTX_HINT)
-            _, self._neutral_first = self._score_group(
+                self.forget_prompt()
+            _, self.held.first = self._score_group(
                 len(neutral), neutral, [], None, source=PRIOR_SEQ
             )
-            self._neutral = list(neutral)
-        return self._neutral_first
+            self.held.tokens = list(neutral)
+        first: np.ndarray = self.held.first
+        return first
 
     def forget_neutral(self) -> None:
         """Free the neutral prompt's cells (evaluated again when next needed)."""
         self.llm._ctx.kv_cache_seq_rm(PRIOR_SEQ, -1, -1)
-        self._neutral = []
-        self._neutral_first = None
+        self.held.tokens = []
+        self.held.first = None
+
+    def forget_prompt(self) -> None:
+        """Free sequence 0's cells: the planner's prompt is read again when next asked."""
+        self.llm._ctx.kv_cache_seq_rm(0, -1, -1)
+        self.llm.n_tokens = 0
 
     def make_room(self, tokens: int) -> None:
         """Free the neutral prompt's cells when ``tokens`` on sequence 0 would need them."""
-        if self._neutral and tokens + len(self._neutral) >= self.n_ctx:
+        if self.held.tokens and tokens + len(self.held.tokens) >= self.n_ctx:
             self.forget_neutral()
 
     def score_sequences(self, prompt: list[int], seqs: list[list[int]]) -> list[float]:
@@ -460,16 +520,15 @@ class _Engine:
         """
         if not seqs:
             return []
-        if not self.batched:
-            start = self.prime(prompt)
-            return [sum(self.sequence_logprobs(prompt, start, seq)) for seq in seqs]
+        if not self.batched:  # each option from the prompt's end (a recurrent state moves on)
+            return [sum(self.sequence_logprobs(prompt, self.prime(prompt), seq)) for seq in seqs]
         if len(prompt) >= self.n_ctx:
             self.prime(prompt)  # raises the context-size error with its hint
         llm = self.llm
         self.make_room(len(prompt) + max(len(seq) for seq in seqs))
         common = self._common_prefix(prompt)
         suffix = prompt[common:]
-        room = min(int(llm.n_batch), self.n_ctx - len(prompt) - len(self._neutral))
+        room = min(int(llm.n_batch), self.n_ctx - len(prompt) - len(self.held.tokens))
         groups = token_groups(seqs, SEQUENCES - 2, room)
         first: np.ndarray | None = None
         if len(suffix) + len(token_trie([seqs[i] for i in groups[0]])[0]) > room:
@@ -499,7 +558,11 @@ class _Engine:
             common += 1
         common = min(common, len(prompt) - 1)  # at least one token must run to get logits
         self.make_room(len(prompt))
-        llm._ctx.kv_cache_seq_rm(0, common, -1)
+        if not llm._ctx.kv_cache_seq_rm(0, common, -1):
+            # a recurrent state cannot be cut back to a position: start again from nothing
+            llm._ctx.kv_cache_clear()
+            self.held.tokens, self.held.first = [], None
+            common = 0
         llm.n_tokens = common
         return common
 
@@ -554,24 +617,26 @@ class _Engine:
                 code = low.llama_decode(ctx.ctx, batch)
                 if code != 0:
                     raise BackendError(f"llama.cpp could not evaluate a batch (code {code})")
-            rows = np.zeros((0, self.n_vocab))
+            self.llm._requires_eval = True  # llama-cpp-python's own logits are not the prompt's
+            out = np.zeros((0, self.n_vocab), dtype=np.float32)
             if rows_of:
                 logits = low.llama_get_logits(ctx.ctx)
                 out = np.ctypeslib.as_array(logits, shape=(len(rows_of), self.n_vocab))
-                rows = _log_softmax(out.astype(np.float64))
+            norms = _log_norms(out)
         finally:
             for extra in range(1, len(seqs) + 1):
                 ctx.kv_cache_seq_rm(extra, -1, -1)
         self.stats.tokens_evaluated += count
         row_index = {b: r for r, b in enumerate(rows_of)}
         if suffix:
-            first = rows[row_index[base - 1]]
+            first = _log_softmax(out[row_index[base - 1]].astype(np.float64))
         assert first is not None
         scores = []
         for seq, path in zip(seqs, paths):
             total = float(first[seq[0]])
             for node, token in zip(path, seq[1:]):
-                total += float(rows[row_index[base + node]][token])
+                row = row_index[base + node]
+                total += float(out[row, token]) - norms[row]
             scores.append(total)
         return scores, first
 
