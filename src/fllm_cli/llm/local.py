@@ -108,6 +108,17 @@ def resolve_gguf(path: str | None) -> Path:
     return target
 
 
+def available() -> bool:
+    """Whether llama-cpp-python and the embedded model file are installed."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False
+    try:
+        find_default_gguf()
+    except BackendError:
+        return False
+    return True
+
+
 def _require_llama_cpp() -> None:
     if importlib.util.find_spec("llama_cpp") is None:
         raise BackendError(
