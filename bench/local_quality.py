@@ -11,6 +11,7 @@ Two measurements, both reproducible (the model is deterministic):
     .venv/bin/python bench/local_quality.py probe
     .venv/bin/python bench/local_quality.py openagi [--search greedy|beam]
     .venv/bin/python bench/local_quality.py speed [--trace RUN.jsonl] [--modes raw]
+    [FLLM_LOCAL_UNPACK=0] .venv/bin/python bench/local_quality.py tokens
 """
 
 from __future__ import annotations
@@ -212,6 +213,30 @@ def run_speed(trace: str | None) -> dict[str, Any]:
     }
 
 
+def run_tokens() -> dict[str, Any]:
+    """Milliseconds per prompt token, by batch size, after a 900-token prefix is cached.
+
+    ``FLLM_LOCAL_UNPACK=0`` times the file as shipped, the default its 16-bit copy.
+    """
+    from fllm_cli.llm.local import find_default_gguf, load_llama, unpack_mode
+
+    llm = load_llama(find_default_gguf()).llm
+    text = b"The quick brown fox jumps over the lazy dog. " * 200
+    tokens = list(llm.tokenize(text, add_bos=False))
+    llm.eval(tokens[:900])
+    report: dict[str, Any] = {"unpack": unpack_mode(), "file": Path(llm.model_path).name}
+    for size in (128, 32, 8):
+        samples = []
+        for _ in range(5):
+            llm.n_tokens = 900
+            llm._ctx.kv_cache_seq_rm(0, 900, -1)
+            start = time.perf_counter()
+            llm.eval(tokens[900 : 900 + size])
+            samples.append(time.perf_counter() - start)
+        report[f"ms_per_token_batch_{size}"] = round(1000 * statistics.median(samples) / size, 2)
+    return report
+
+
 def modalities(task: str) -> tuple[list[str], str]:
     """Derive (--input, --output) from an OpenAGI task's wording."""
     lower = task.lower()
@@ -297,7 +322,7 @@ def run_openagi(modes: tuple[str, ...], limit: int | None, search: str) -> dict[
 def main(argv: list[str] | None = None) -> int:
     """Run the chosen measurement and print a JSON report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["probe", "openagi", "speed"])
+    parser.add_argument("what", choices=["probe", "openagi", "speed", "tokens"])
     parser.add_argument("--trace", default=None, help="speed: prompts from a --trace file")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--limit", type=int, default=None, help="openagi: first N tasks only")
@@ -307,7 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     modes = tuple(m for m in args.modes.split(",") if m)
     sys.path.insert(0, str(ROOT / "src"))
-    if args.what == "speed":
+    if args.what == "tokens":
+        report = run_tokens()
+    elif args.what == "speed":
         os.environ["FLLM_LOCAL_SCORING"] = modes[0] if len(modes) == 1 else "text"
         report = run_speed(args.trace)
     elif args.what == "probe":

@@ -253,6 +253,9 @@ def test_unpacking_can_be_turned_off_and_never_fails_a_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shipped = local.find_default_gguf()
+    monkeypatch.setenv("FLLM_LOCAL_UNPACK", "sometimes")
+    with pytest.raises(local.UsageError, match="local unpack setting 'sometimes'"):
+        local.make_local_model(None, local.ModelOptions())
     monkeypatch.setenv("FLLM_LOCAL_UNPACK", "0")
     assert local.unpacked(shipped) == shipped
     monkeypatch.setenv("FLLM_LOCAL_UNPACK", "auto")

@@ -63,6 +63,7 @@ CHOICE_SYSTEM = "You are a careful planner. Reply with the number of the best op
 BLANK = "N/A"
 _CTX_HINT = "set FLLM_LOCAL_CTX higher (SmolLM2 was trained on 8192)"
 UNPACK_LIMIT = 160 * 1024 * 1024  # quantized files up to this size run from a 16-bit copy
+UNPACKS = ("auto", "1", "0")
 _WIDE_TYPES = (0, 1, 32)  # llama_ftype F32, F16, BF16: nothing to unpack
 SEQUENCES = 32  # llama.cpp sequences per context: 0 holds the prompt, the others score options
 PRIOR_SEQ = SEQUENCES - 1  # the neutral prompt of text scoring's priors
@@ -221,14 +222,14 @@ def unpacked(path: Path) -> Path:
     ``FLLM_LOCAL_UNPACK=0`` turns this off, ``=1`` also unpacks models above the size limit.
     Any failure (read-only home, full disk, unknown format) keeps the file as it is.
     """
-    mode = os.environ.get("FLLM_LOCAL_UNPACK", "auto").strip().lower()
-    if mode in ("0", "no", "off", "false"):
+    mode = unpack_mode()
+    if mode == "0":
         return path
     try:
         stat = path.stat()
     except OSError:
         return path
-    if mode not in ("1", "yes", "on", "true") and stat.st_size > UNPACK_LIMIT:
+    if mode == "auto" and stat.st_size > UNPACK_LIMIT:
         return path
     folder = models_dir() / "unpacked"
     origin = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:10]
@@ -380,11 +381,7 @@ class _Engine:
         """Evaluate ``tokens`` reusing the longest cached prefix; return next-token log-probs."""
         import numpy as np
 
-        if len(tokens) >= self.n_ctx:
-            raise ContextOverflow(
-                f"prompt has {len(tokens)} tokens, the local context holds {self.n_ctx}",
-                hint=_CTX_HINT,
-            )
+        self._check_fits(tokens)
         llm = self.llm
         common = self._common_prefix(tokens)
         try:
@@ -477,14 +474,8 @@ class _Engine:
             self.forget_prompt()  # the planner's cached prompt makes way; read again when asked
         first = self._neutral_row(neutral)
         room = min(int(self.llm.n_batch), self.n_ctx - len(neutral) - self.llm.n_tokens)
-        scores: list[float] = [0.0] * len(seqs)
-        for group in token_groups(seqs, SEQUENCES - 2, room):
-            got, _ = self._score_group(
-                len(neutral), [], [seqs[i] for i in group], first, source=PRIOR_SEQ
-            )
-            for i, score in zip(group, got):
-                scores[i] = score
-        return scores
+        groups = token_groups(seqs, SEQUENCES - 2, room)
+        return self._score_groups(len(neutral), [], seqs, groups, first, PRIOR_SEQ)
 
     def _neutral_row(self, neutral: list[int]) -> np.ndarray:
         """Keep ``neutral`` evaluated in PRIOR_SEQ; return the next-token log-probs after it."""
@@ -533,8 +524,7 @@ class _Engine:
             return []
         if not self.batched:  # each option from the prompt's end (a recurrent state moves on)
             return [sum(self.sequence_logprobs(prompt, self.prime(prompt), seq)) for seq in seqs]
-        if len(prompt) >= self.n_ctx:
-            self.prime(prompt)  # raises the context-size error with its hint
+        self._check_fits(prompt)
         llm = self.llm
         self.make_room(len(prompt) + max(len(seq) for seq in seqs))
         common = self._common_prefix(prompt)
@@ -547,16 +537,35 @@ class _Engine:
             suffix = []
         else:
             self.stats.tokens_reused += common
+        scores = self._score_groups(len(prompt), suffix, seqs, groups, first, 0)
+        llm.input_ids[common : len(prompt)] = prompt[common:]  # now cached in sequence 0
+        llm.n_tokens = len(prompt)
+        return scores
+
+    def _score_groups(
+        self,
+        end: int,
+        suffix: list[int],
+        seqs: list[list[int]],
+        groups: list[list[int]],
+        first: np.ndarray | None,
+        source: int,
+    ) -> list[float]:
+        """Score every group of ``seqs`` in turn; ``suffix`` runs with the first group."""
         scores: list[float] = [0.0] * len(seqs)
         for group in groups:
-            got, first = self._score_group(len(prompt), suffix, [seqs[i] for i in group], first)
+            got, first = self._score_group(end, suffix, [seqs[i] for i in group], first, source)
             for i, score in zip(group, got):
                 scores[i] = score
-            if suffix:
-                llm.input_ids[common : len(prompt)] = suffix
-                llm.n_tokens = len(prompt)
-                suffix = []
+            suffix = []
         return scores
+
+    def _check_fits(self, tokens: list[int]) -> None:
+        if len(tokens) >= self.n_ctx:
+            raise ContextOverflow(
+                f"prompt has {len(tokens)} tokens, the local context holds {self.n_ctx}",
+                hint=_CTX_HINT,
+            )
 
     def _common_prefix(self, prompt: list[int]) -> int:
         """Drop the cached tokens after the longest prefix shared with ``prompt``; return it."""
@@ -837,9 +846,10 @@ class LocalModel(Model):
             # The neutral prompt keeps a sequence of its own, so the prompt keeps its prefix.
             neutral = self._tokens(CHOICE_SYSTEM, NEUTRAL)
             priors = engine.priors(neutral, request.options)
-            # A tiny model copies from a listing: every option's later tokens become near
-            # certain, so long options win. Without it the question alone is read (and the
-            # prompt is shorter); bench/local_quality.py and bench/local_domains.py measure both.
+            # A tiny model copies from a listing: every listed option becomes about as likely,
+            # and the prior alone decides (the rarest text wins). Without it the question is
+            # what is read, and the prompt is shorter; bench/local_quality.py and
+            # bench/local_domains.py measure both.
             prompt = request.prompt
             if self.listing == "drop":
                 prompt = unlisted(prompt, request.options) or prompt
@@ -1009,6 +1019,11 @@ def scoring_mode(explicit: str | None = None) -> str:
     )
 
 
+def unpack_mode() -> str:
+    """Return ``$FLLM_LOCAL_UNPACK``: auto (small quantized models), 1 (any size) or 0."""
+    return _setting("FLLM_LOCAL_UNPACK", "local unpack setting", UNPACKS, "auto", None)
+
+
 def listing_mode(explicit: str | None = None) -> str:
     """Return whether text scoring drops the prompt's option listing (``$FLLM_LOCAL_LISTING``)."""
     return _setting("FLLM_LOCAL_LISTING", "local listing mode", LISTINGS, DEFAULT_LISTING, explicit)
@@ -1021,6 +1036,7 @@ def make_local_model(path: str | None, options: ModelOptions, cache: Any = None)
         _require_llama_cpp()  # and a missing llama-cpp-python before a download it cannot use
     target = resolve_gguf(path)
     _require_llama_cpp()
+    unpack_mode()  # a misspelt setting fails now, not at the first choice
     name = f"local:{path}" if path else "local"
     return LocalModel(
         path=target, scoring=scoring_mode(), listing=listing_mode(), cache=cache, name=name
