@@ -10,8 +10,8 @@ plan; a task with no plan at all is explained from an unsat core before any plan
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
 
 import z3
 
@@ -31,6 +31,14 @@ CHEAPEST_MS = 10_000  # the cheapest plan of a refused request (past it, no figu
 def place_key(text: Any) -> str:
     """Compare places without case, spacing or a trailing ``(State)``."""
     return city_key(str(text or "")).lower()
+
+
+class SlotCost(NamedTuple):
+    """A slot's cost: its variable, the cents of each option, its term in the slot's variable."""
+
+    var: z3.ArithRef
+    cents: list[int]  # per night for stays
+    expr: z3.ArithRef
 
 
 class TripModel:
@@ -65,14 +73,12 @@ class TripModel:
         self.tracked: dict[str, z3.BoolRef] = {}
         self.groups: dict[str, list[z3.BoolRef]] = {}
         self.costs: list[z3.ArithRef] = []
-        # var name -> (the slot's cost variable, cents per option, how many nights it is paid)
-        self.cost_vars: dict[str, tuple[z3.ArithRef, list[int], z3.ArithRef | None]] = {}
+        self.cost_vars: dict[str, SlotCost] = {}  # var name -> its cost
         self.needs: dict[str, z3.BoolRef] = {}  # day slot var name -> "must be filled"
         self.fitting: dict[str, tuple[list[int], int]] = {}  # var -> fitting options, nights
         self.fixed: dict[str, int] = {}  # decided variables
         self.request_rules: list[str] = []  # tracked forbid/match rules (explaining only)
         self.own: dict[str, list[z3.BoolRef]] = {}  # var -> the rules only it takes part in
-        self.cost_exprs: dict[str, z3.ArithRef] = {}  # var -> its cost as a term of the var
         self.rules_of: dict[str, z3.BoolRef] = {}
         self.formula_vars: dict[int, set[str]] = {}  # formula id -> the variables it mentions
         self.mentions: list[tuple[z3.BoolRef, set[str]]] | None = None
@@ -255,16 +261,20 @@ class TripModel:
         nights: z3.ArithRef | None = None,
     ) -> None:
         """Give a slot's cost a variable of its own (``tighten`` bounds it later)."""
-        if self._total() is None:
+        total = self._total()
+        if total is None:
             return
-        expr = self._cost_of(var, options)
+        cents = [self.unit_cost(option, total) for option in options]
+        expr: z3.ArithRef = z3.IntVal(0)
+        for n in range(len(options) - 1, -1, -1):
+            if cents[n]:
+                expr = z3.If(var == n, cents[n], expr)
         if nights is not None:
             expr = z3.Sum(*[z3.If(nights == n, expr * n, 0) for n in range(1, self.days)])
         cost = z3.Int(f"cost_{var}")
         self._own(var, cost == expr)
         self.costs.append(cost)
-        self.cost_vars[str(var)] = (cost, [self.unit_cost(o) for o in options], nights)
-        self.cost_exprs[str(var)] = expr
+        self.cost_vars[str(var)] = SlotCost(cost, cents, expr)
 
     def _own(self, var: z3.ArithRef, formula: z3.BoolRef) -> None:
         """Assert a rule that only ``var`` (and the route) takes part in."""
@@ -283,8 +293,8 @@ class TripModel:
         copy = model.translate(model.ctx)
         copy.update_value(var, z3.IntVal(value))
         if name in self.cost_vars:
-            cost = copy.eval(self.cost_exprs[name], True)
-            copy.update_value(self.cost_vars[name][0], cost)
+            slot_cost = self.cost_vars[name]
+            copy.update_value(slot_cost.var, copy.eval(slot_cost.expr, True))
         return copy if z3.is_true(copy.eval(self._rules_of(name), True)) else None
 
     def _rules_of(self, name: str) -> z3.BoolRef:
@@ -331,14 +341,14 @@ class TripModel:
                     fits.append(NONE)  # it may stay empty
             self.fitting[str(var)] = (fits, at(self.nights[j]) if slot.per == "stay" else 1)
             if fits and str(var) in self.cost_vars:
-                cost = self.cost_vars[str(var)][0]
+                cost = self.cost_vars[str(var)].var
                 self.solver.add(cost >= min(self.price(str(var), n) for n in fits))
 
     def price(self, name: str, value: int) -> int:
         """Cents that slot variable ``name`` costs with ``value`` (after ``tighten``)."""
         if name not in self.cost_vars or value == NONE:
             return 0
-        return self.cost_vars[name][1][value] * self.fitting.get(name, ((), 1))[1]
+        return self.cost_vars[name].cents[value] * self.fitting.get(name, ((), 1))[1]
 
     def fix(self, var: z3.ArithRef, value: int) -> None:
         """Decide a variable for good."""
@@ -414,17 +424,6 @@ class TripModel:
             if place(key, set()):
                 total += price[key]
         return total
-
-    def _cost_of(self, var: z3.ArithRef, options: list[tuple[str, Record]]) -> z3.ArithRef:
-        total = self._total()
-        if total is None:
-            return z3.IntVal(0)
-        expr: z3.ArithRef = z3.IntVal(0)
-        for n in range(len(options) - 1, -1, -1):
-            cents = self.unit_cost(options[n], total)
-            if cents:
-                expr = z3.If(var == n, cents, expr)
-        return expr
 
     def _total(self) -> Constraint | None:
         return self.spec.total()
@@ -613,16 +612,7 @@ class TripModel:
                     f"complete plan {show(cheapest / CENTS)}"
                 )
                 hints.append(f"raise the {total.at_most} to {show(math.ceil(cheapest / CENTS))}")
-        self.solver.set("timeout", EXPLAIN_MS)
-        try:
-            for name in names:
-                if name == budget_rule:
-                    continue
-                others = [f for n, f in self.tracked.items() if n != name]
-                if self.solver.check(*others) == z3.sat:
-                    hints.append(f"drop '{name}'")
-        finally:
-            self.solver.set("timeout", SOLVER_MS)
+        hints += [f"drop '{n}'" for n in self._droppable(n for n in names if n != budget_rule)]
         if extra and not budget_message:
             message += "; " + "; ".join(extra)
         hints += [f"drop '{n}'" for n in extra]
@@ -631,10 +621,15 @@ class TripModel:
     def request_rules_to_drop(self) -> list[str]:
         """The request's forbid/match rules whose removal alone leaves a plan (a model built
         with ``explaining=True``; each query is bounded, and an undecided one names nothing)."""
+        return self._droppable(self.request_rules)
+
+    def _droppable(self, names: Iterable[str]) -> list[str]:
+        """The tracked rules among ``names`` whose removal alone leaves a plan (each query
+        bounded at EXPLAIN_MS; an undecided one names nothing)."""
         out = []
         self.solver.set("timeout", EXPLAIN_MS)
         try:
-            for name in self.request_rules:
+            for name in names:
                 others = [f for n, f in self.tracked.items() if n != name]
                 if self.solver.check(*others) == z3.sat:
                     out.append(name)

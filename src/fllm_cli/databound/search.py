@@ -188,22 +188,21 @@ class DataPlanner:
         return Outcome(dict(self.values), self.stats, self.lookahead_ms)
 
     def _tighten(self) -> None:
-        t = self.trip
+        self.trip.tighten(self._solution("once the route was fixed"))
+
+    def _solution(self, when: str) -> z3.ModelRef:
+        """The plan in hand: the last decision's, else any plan the solver finds."""
         if self.solution is None:
-            if t.check() != z3.sat:
-                raise NoPlanError("internal error: no plan left once the route was fixed")
-            self.solution = t.solver.model()
-        t.tighten(self.solution)
+            if self.trip.check() != z3.sat:
+                raise NoPlanError(f"internal error: no plan left {when}")
+            self.solution = self.trip.solver.model()
+        return self.solution
 
     def _feasible(self, decision: Decision) -> tuple[list[int], dict[int, z3.ModelRef]]:
         """Return the best-ranked feasible values (at most SHOWN) and a solution for each."""
         start = time.perf_counter()
         t = self.trip
-        if self.solution is None:
-            if t.check() != z3.sat:
-                raise NoPlanError(f"internal error: no plan left before {decision.name}")
-            self.solution = t.solver.model()
-        known = self.solution
+        known = self._solution(f"before {decision.name}")
         free = known.eval(decision.var, True).as_long()
         found: list[int] = []
         models: dict[int, z3.ModelRef] = {}
@@ -309,19 +308,7 @@ class DataPlanner:
         self.progress.append(line)
 
     def _cost(self, decision: Decision, value: int) -> int:
-        if decision.slot is None or value == NONE:
-            return 0
-        unit = self.trip.unit_cost(decision.options[value])
-        if decision.slot.per == "stay":
-            j = int(decision.name.rsplit(" ", 1)[-1]) - 1
-            return unit * self._nights(j)
-        return unit
-
-    def _nights(self, j: int) -> int:
-        t = self.trip
-        if t.check() != z3.sat:
-            return 1
-        return int(t.solver.model().eval(t.nights[j], True).as_long())
+        return 0 if decision.slot is None else self.trip.price(str(decision.var), value)
 
     def _ask(self, decision: Decision, options: list[int]) -> int:
         labels = tuple(decision.label(v) for v in options)
