@@ -419,3 +419,14 @@ def test_available_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None
 
     monkeypatch.setattr(local, "find_default_gguf", missing)
     assert local.available() is False
+
+
+@needs_model
+@pytest.mark.parametrize("variable", ["FLLM_LOCAL_UNPACK", "FLLM_LOCAL_LISTING"])
+def test_a_misspelt_setting_is_one_line_of_misuse(variable: str) -> None:
+    from tests.conftest import ROOT, run_fllm
+
+    domain = str(ROOT / "domains" / "daily_plan.yaml")
+    code, out, err = run_fllm("plan", domain, "Plan my Saturday.", env={variable: "maybe"})
+    assert code == 2 and out == ""
+    assert err.strip().count("\n") == 0 and variable in err and "'maybe'" in err
