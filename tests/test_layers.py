@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("diagnostics", "resources", "__init__"),
     ("errors",),
     ("textio",),
-    ("prompts", "llm", "sexp", "content"),
+    ("prompts", "llm", "sexp", "content", "meaning"),
     ("domain", "travel"),
     ("grammar",),
     ("automaton",),

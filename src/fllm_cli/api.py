@@ -29,8 +29,12 @@ from fllm_cli.kinds import Compiled, PlanJob, PlanResult, check_domain, kind_of
 from fllm_cli.llm.base import Model
 from fllm_cli.llm.registry import ModelOptions, make_model
 from fllm_cli.search.planner import Budgets, Event
+from fllm_cli.search.strategy import ALIASES, DEFAULT, STRATEGIES, Strategy, strategy
 from fllm_cli.textio import load_json
 from fllm_cli.verify import Verdict
+
+DEFAULT_SEARCH = DEFAULT  # what `fllm plan`, `fllm bench` and this API plan with by default
+SEARCHES = (*STRATEGIES, *ALIASES)  # every name --search accepts
 
 if TYPE_CHECKING:
     from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
@@ -148,25 +152,20 @@ def plan(
     options: ModelOptions | None = None,
     on_event: Event | None = None,
     trace: list[dict[str, Any]] | None = None,
-    search: str = "greedy",
+    search: str = DEFAULT_SEARCH,
 ) -> PlanResult:
     """Plan with a model (a back end or a ``--model`` string) inside the automaton.
 
     Choice records go to ``trace`` as they happen, so a caller keeps them even when planning
-    fails part-way (a budget, a provider error). ``search`` is ``"greedy"`` (the paper's
-    step-by-step questions, the default here) or ``"beam"`` (plan-level search).
+    fails part-way (a budget, a provider error). ``search`` names a strategy of
+    :data:`fllm_cli.search.strategy.STRATEGIES` (the same default as ``fllm plan``).
     """
     backend = model if isinstance(model, Model) else make_model(model, options)
     return problem.plan(backend, budgets, on_event, trace, _search(search))
 
 
-SEARCHES = ("beam", "greedy")
-
-
-def _search(name: str) -> str:
-    if name not in SEARCHES:
-        raise UsageError(f"unknown search '{name}': use one of {', '.join(SEARCHES)}")
-    return name
+def _search(name: str) -> Strategy:
+    return strategy(name)
 
 
 def plan_task(
@@ -183,13 +182,14 @@ def plan_task(
     trace: list[dict[str, Any]] | None = None,
     data: Any = None,
     request: dict[str, Any] | None = None,
-    search: str = "beam",
+    search: str = DEFAULT_SEARCH,
 ) -> PlanResult:
     """Plan a task from its text, whatever the domain's kind.
 
-    ``search="beam"`` (the default) scores whole plans by the task's words where the kind can
-    (tool domains) and asks the model only among ties; ``"greedy"`` asks at every choice point,
-    as the paper does.
+    ``search`` names a strategy (:data:`fllm_cli.search.strategy.STRATEGIES`): ``"meaning"``
+    (the default) scores whole plans by what the request means where the kind can (tool
+    domains) and asks the model only among ties; ``"words"`` does so by shared words;
+    ``"greedy"`` asks at every choice point, as the paper does.
 
     Kinds with a task interface ask the model for it when neither ``inputs`` nor ``output`` is
     given (its calls count in the plan's stats). A data-bound domain takes the task's ``data``

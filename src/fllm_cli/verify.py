@@ -245,6 +245,13 @@ def _explain(pda: PDA, g: Grammar, word: list[str], pos: int, configs: list[Conf
             return "the plan is incomplete: it still needs " + _slot_text(g, configs, needs[0])
         if g.require_tool and all(c.tools == 0 for c in configs):
             return "a plan must contain at least one tool step"
+        unread = g.missing(word)
+        if unread:
+            names = ", ".join(f"'{g.phrase(t)}'" for t in unread)
+            return (
+                f"the plan never uses the task's {names}: every input must be used "
+                "(limits.use_every_input: false in the domain allows it)"
+            )
         return "the plan is incomplete"
     sym = word[pos]
     work = [c for c in configs if c.state == pda.work_state and c.top is not None]
@@ -320,4 +327,6 @@ def check_derivation(derivation: Derivation) -> str | None:
         return "the tree's leaves are not the plan's steps"
     if not g.use_limits.fits(derivation.word):
         return "the plan breaks a use limit"
+    if g.missing(derivation.word):
+        return "the plan leaves a task input unused"
     return None

@@ -198,17 +198,20 @@ def brute_completable(pda: PDA, config: Config, max_stack: int = 14, cap: int = 
     tools = sum(n for name, n in used.items() if g.terminal[name].kind == "tool")
     if g.max_tools is None:
         tools = min(tools, 1)  # only "some tool was used" matters without a cap
-    frontier = deque([(form, counts, tools)])
-    seen = {(form, counts, tools)}
+    # The required terminals (a task's inputs) still to be read.
+    unread = frozenset(t for t in g.required if t not in used)
+    State = tuple[tuple[str, ...], tuple[int, ...], int, frozenset[str]]
+    frontier: deque[State] = deque([(form, counts, tools, unread)])
+    seen = {(form, counts, tools, unread)}
     cut = False
     while frontier:
-        form, counts, tools = frontier.popleft()
+        form, counts, tools, unread = frontier.popleft()
         if not form:
-            if tools > 0 or not g.require_tool:
+            if (tools > 0 or not g.require_tool) and not unread:
                 return True
             continue
         head, rest = form[0], form[1:]
-        nexts: list[tuple[tuple[str, ...], tuple[int, ...], int]] = []
+        nexts: list[State] = []
         term = g.terminal.get(head)
         if term is not None:
             new_counts = counts
@@ -222,11 +225,11 @@ def brute_completable(pda: PDA, config: Config, max_stack: int = 14, cap: int = 
                 if g.max_tools is not None and tools >= g.max_tools:
                     continue
                 new_tools = tools + 1 if g.max_tools is not None else 1
-            nexts.append((rest, new_counts, new_tools))
+            nexts.append((rest, new_counts, new_tools, unread - {head}))
         else:
             for p in g.productions:
                 if p.lhs == head:
-                    nexts.append((p.rhs + rest, counts, tools))
+                    nexts.append((p.rhs + rest, counts, tools, unread))
         for item in nexts:
             if len(item[0]) > max_stack:
                 cut = True

@@ -10,6 +10,7 @@ import pytest
 from bench_helpers import TASKS, first_option, scripted_pool, write_jsonl
 from tests.conftest import InProc
 
+from fllm_cli import api
 from fllm_cli.bench import BenchOptions, run_bench
 from fllm_cli.bench.scoring import summarize_one
 from fllm_cli.errors import UsageError
@@ -32,8 +33,25 @@ def by_strategy(run: Any, strategy: str) -> list[dict[str, Any]]:
     return [r for r in run.report["results"] if r["strategy"] == strategy]
 
 
-def test_formal_plans_are_valid_and_recorded(openagi: str, tasks_file: str) -> None:
+def test_the_bench_plans_as_fllm_plan_does_and_says_so(openagi: str, tasks_file: str) -> None:
     run = run_bench(BenchOptions(openagi, tasks_file), pool=scripted_pool(first_option))
+    assert run.report["search"] == api.DEFAULT_SEARCH == "meaning"
+    for row in by_strategy(run, "formal"):
+        plan = api.plan_task(
+            openagi,
+            row["task"],
+            "random:0",
+            inputs=[f"{k}={v}" for k, v in row["plan"]["inputs"].items()],
+            output=row["plan"]["output"],
+        )
+        assert row["word"] == plan.document["word"] and row["search"] == plan.document["search"]
+
+
+def test_formal_plans_are_valid_and_recorded(openagi: str, tasks_file: str) -> None:
+    run = run_bench(
+        BenchOptions(openagi, tasks_file, search="greedy"), pool=scripted_pool(first_option)
+    )
+    assert run.report["search"] == "greedy"
     rows = by_strategy(run, "formal")
     assert [r["valid"] for r in rows] == [True, True, True]
     assert all(r["plan"]["word"] == r["word"] for r in rows)
@@ -168,7 +186,7 @@ def test_resume_after_interrupt_matches_a_full_run(openagi: str, tasks_file: str
         return good(prompt, options)
 
     strategies = ["formal", "zero-shot"]
-    opts = BenchOptions(openagi, tasks_file, strategies)
+    opts = BenchOptions(openagi, tasks_file, strategies, search="greedy")  # asks the model
     first = run_bench(opts, pool=scripted_pool(flaky)).report
     assert first["partial"] and first["stopped"] == "interrupted"
     assert [(r["id"], r["strategy"]) for r in first["results"]] == [
@@ -177,9 +195,12 @@ def test_resume_after_interrupt_matches_a_full_run(openagi: str, tasks_file: str
     ]
 
     resumed = run_bench(
-        BenchOptions(openagi, tasks_file, strategies, previous=first), pool=scripted_pool(good)
+        BenchOptions(openagi, tasks_file, strategies, previous=first, search="greedy"),
+        pool=scripted_pool(good),
     ).report
-    full = run_bench(BenchOptions(openagi, tasks_file, strategies), pool=scripted_pool(good)).report
+    full = run_bench(
+        BenchOptions(openagi, tasks_file, strategies, search="greedy"), pool=scripted_pool(good)
+    ).report
     assert not resumed["partial"]
     assert strip_times(resumed["results"]) == strip_times(full["results"])
 
@@ -262,6 +283,8 @@ def test_cli_markdown_report_and_record(
         str(out),
         "--record",
         str(rec),
+        "--search",
+        "greedy",  # the record holds the model's choices
     )
     assert result.code == 0, result.out + result.err
     lines = result.out.splitlines()

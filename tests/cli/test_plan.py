@@ -110,6 +110,8 @@ def test_trace_then_replay_reproduces_the_run(tmp_path: Path, openagi: str) -> N
         "text",
         "--model",
         f"replay:{trace}",
+        "--search",
+        "greedy",
     )
     assert code == 1 and "different prompt" in err and "Traceback" not in err
 

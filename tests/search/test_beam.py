@@ -9,8 +9,14 @@ import pytest
 
 from fllm_cli import api
 from fllm_cli.llm.simple import RandomModel, ScriptedModel
-from fllm_cli.search.interface import feasible_interfaces, infer_interface, rank_interfaces
+from fllm_cli.search.interface import (
+    feasible_interfaces,
+    infer_interface,
+    rank_interfaces,
+    tool_evidence,
+)
 from fllm_cli.search.relevance import mentions, same_word, score, vocabulary
+from fllm_cli.search.strategy import strategy
 from tests.conftest import run_fllm
 
 README_TASK = (
@@ -108,7 +114,7 @@ def test_the_readme_task_gets_exactly_the_four_tools_without_asking(openagi: str
     model = ScriptedModel([])  # any question would fail: the evidence decides alone
     result = api.plan_task(openagi, README_TASK, model)
     doc = result.document
-    assert doc["search"] == "beam"
+    assert doc["search"] == "meaning"
     assert sorted(_tools(doc)) == [
         "Colorization", "Image Captioning", "Image Deblurring", "Image Denoising",
     ]  # fmt: skip
@@ -129,7 +135,7 @@ def test_greedy_search_is_the_papers_step_by_step_mode(openagi: str) -> None:
 def test_another_domain_plans_from_its_own_words(tmp_path: Path) -> None:
     spec = _domain(tmp_path, KITCHEN)
     doc = api.plan_task(spec, "Cut the bread into slices, then toast them", RandomModel(0)).document
-    assert doc["search"] == "beam" and set(_tools(doc)) == {"Toaster", "Slicer"}
+    assert doc["search"] == "meaning" and set(_tools(doc)) == {"Toaster", "Slicer"}
     doc = api.plan_task(spec, "I have fruit and want icy juice", RandomModel(0)).document
     assert set(_tools(doc)) == {"Juicer", "Freezer"}
 
@@ -137,9 +143,11 @@ def test_another_domain_plans_from_its_own_words(tmp_path: Path) -> None:
 def test_the_interface_comes_from_the_words_and_the_types_named(tmp_path: Path) -> None:
     domain = api.load_domain(_domain(tmp_path, KITCHEN))
     text = "Given some fruit, how do I get a drink that is icy?"
-    ranked = rank_interfaces(domain, text, feasible_interfaces(domain))
+    relevance = tool_evidence(domain, text, strategy("meaning"))
+    assert relevance is not None
+    ranked = rank_interfaces(domain, text, feasible_interfaces(domain), relevance)
     assert (ranked[0][1], ranked[0][2]) == (("food",), "drink")
-    inputs, output, asked = infer_interface(domain, text, ScriptedModel([]), [], "beam")
+    inputs, output, asked = infer_interface(domain, text, ScriptedModel([]), [], strategy("beam"))
     assert (inputs, output, asked) == (["food"], "drink", [])
 
 
@@ -167,7 +175,7 @@ def test_silent_evidence_falls_back_to_step_by_step(tmp_path: Path) -> None:
 def test_cli_search_flag(openagi: str) -> None:
     code, out, err = run_fllm("plan", openagi, README_TASK, "--model", "random:1", "-f", "json")
     assert code == 0, err
-    assert json.loads(out)["search"] == "beam"
+    assert json.loads(out)["search"] == "meaning"
     code, out, err = run_fllm(
         "plan", openagi, README_TASK, "--model", "random:1", "--search", "depth", "-f", "json"
     )

@@ -21,7 +21,7 @@ A3_TASK = "Given a grayscale image, how to return the regular image step by step
 def test_paper_a3_example_prompt(openagi: str, golden: Callable[[Path, str], None]) -> None:
     problem = api.compile_problem(openagi, inputs=["image"], output="image", task=A3_TASK)
     model = ScriptedModel(["2", "5"])
-    result = api.plan(problem, model)
+    result = api.plan(problem, model, search="greedy")
     assert result.document["word"] == ["Image Super Resolution", "input:image"]
     golden(GOLDEN / "a3_root_prompt.txt", model.prompts[0])
     golden(GOLDEN / "a3_second_prompt.txt", model.prompts[1])

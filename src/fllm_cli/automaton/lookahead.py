@@ -105,6 +105,19 @@ class GrammarLookahead(DeadEndCheck):
         self._capacity = sum(g.limits) + (g.max_tools or 0)
         empty: Summary = ((0,) * len(g.limits), 0, (), frozenset())
         self._prefixes = PrefixCache(empty, self._fold)  # type: ignore[arg-type]
+        # Leaves a derivation can still add beyond one per pending symbol: a production with k
+        # symbols on its right adds k - 1 (per remaining use when its terminal is limited).
+        # None when some unlimited production widens the form (no bound then).
+        self._widening: list[tuple[int, int]] | None = []
+        for p in g.productions:
+            extra = sum(1 for s in p.rhs if not g.is_terminal(s)) - 1
+            if extra <= 0:
+                continue
+            limited = [g.limit_index[s] for s in p.rhs if s in g.limit_index]
+            if not limited:
+                self._widening = None
+                break
+            self._widening.append((limited[0], extra))
         # Cheaper productions first: the search finds a completion sooner.
         self.order = {
             n: sorted(idx, key=lambda i: self._prod_cost(i)) for n, idx in g.by_lhs.items()
@@ -159,8 +172,18 @@ class GrammarLookahead(DeadEndCheck):
     # -- public ---------------------------------------------------------------------------
 
     def initial_need(self) -> frozenset[str]:
-        """Return what every word must still contain (a tool, if the grammar requires one)."""
-        return frozenset({ANY_TOOL}) if self.g.require_tool else frozenset()
+        """Return what every word must still contain: a tool, if the grammar requires one, and
+        the required terminals (a task's inputs)."""
+        need = frozenset({ANY_TOOL}) if self.g.require_tool else frozenset()
+        return need | self.g.required
+
+    def _unread(self, config: Config) -> frozenset[str]:
+        """The required terminals neither read yet nor waiting on the stack to be read."""
+        left = set(self.g.required)
+        left.difference_update(config.word_list())
+        if left:
+            left.difference_update(item.symbol for item in reversed(config.stack))
+        return frozenset(left)
 
     def completable(self, config: Config, budget: int | None = None) -> bool:
         """Return True if some continuation of ``config`` reaches acceptance.
@@ -173,7 +196,9 @@ class GrammarLookahead(DeadEndCheck):
         if self.pda.is_accepting(config):
             return True
         g = self.g
-        need = self.initial_need() if config.tools == 0 else frozenset()
+        need = frozenset({ANY_TOOL}) if g.require_tool and config.tools == 0 else frozenset()
+        if g.required:
+            need = need | self._unread(config)
         tools_used = config.tools if g.max_tools is not None else min(config.tools, 1)
         counts, tools = config.counts, tools_used
         pending: list[str] = []
@@ -197,6 +222,11 @@ class GrammarLookahead(DeadEndCheck):
                     tools += tool_steps
                 need = need - {ANY_TOOL}
             pending = [*nonfree, *sorted(free)]
+            if any(t != ANY_TOOL for t in need):
+                # The summary keeps one copy of each free symbol; each copy can bring one
+                # required terminal, so count them (``_normalise`` keeps as many as needed).
+                many = [i.symbol for i in reversed(config.stack) if i.symbol in self.free]
+                pending = [*nonfree, *sorted(many)]
         ok = self._search(self._normalise(pending, need), counts, tools, need, budget)
         if self._budget <= 0 and not ok:
             self.stats.exhausted += 1
@@ -372,6 +402,15 @@ class GrammarLookahead(DeadEndCheck):
             reach = self._reaching(frozenset({wanted}))
             if not any(s in reach for s in pending):
                 return False  # nothing pending can ever produce it
+        if self._widening is not None and g.required:
+            # Each required terminal still wanted takes a leaf of its own: the pending symbols
+            # give one each, and the limited productions can add only so many more.
+            unread = sum(1 for t in need if t in g.required)
+            room = len(pending) + sum(
+                max(0, g.limits[i] - counts[i]) * extra for i, extra in self._widening
+            )
+            if unread > room:
+                return False
         key: State = (pending, counts, tools, need)
         known = self.memo.get(key)
         if known is not None:

@@ -240,6 +240,13 @@ class PDA:
         tools = config.tools
         if g is not None and g.require_tool and tools == 0 and t.target in self.accept:
             return None  # a plan needs at least one tool step
+        if (
+            g is not None
+            and g.required
+            and t.target in self.accept
+            and g.missing(config.word_list())
+        ):
+            return None  # a plan reads every task input
         if t.read is not None and g is not None:
             charged = g.use_limits.charge(t.read, counts, tools)
             if charged is None:

@@ -34,6 +34,8 @@ from fllm_cli.kinds import kind_of
 from fllm_cli.llm.registry import ModelOptions, resolve_model_name
 from fllm_cli.resources import exists
 from fllm_cli.search.planner import Budgets
+from fllm_cli.search.strategy import DEFAULT as DEFAULT_SEARCH
+from fllm_cli.search.strategy import strategy
 from fllm_cli.textio import shown
 
 EXECUTORS = ("local", "ray")
@@ -65,6 +67,7 @@ class BenchOptions:
     results_file: str | None = None
     resume_results: bool = False
     ray_init: dict[str, Any] = field(default_factory=dict)
+    search: str = DEFAULT_SEARCH  # how the formal strategy plans (as `fllm plan` by default)
 
 
 @dataclass
@@ -198,6 +201,7 @@ def run_bench(
         opts.budgets,
         seed_base=seed_base(opts.model),
         scorer=scorer.name if scorer is not None else None,
+        search=strategy(opts.search).name,
     )
     previous = _previous_results(opts.previous, domain)
     previous += _results_file_rows(opts, domain, model_name, tasks, config)
@@ -386,6 +390,7 @@ def _report(
         **({"data_file": opts.data_file} if opts.data_file else {}),
         "model": model_name,
         "strategies": strategies,
+        "search": strategy(opts.search).name,
         "concurrency": opts.concurrency,
         "wall_seconds": round(wall, 3),
         "skipped_lines": [{"file": e.path, "line": e.line, "error": e.message} for e in bad],

@@ -24,6 +24,7 @@ from fllm_cli.llm.base import GenerateRequest, Model
 from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.search.planner import Budgets
+from fllm_cli.search.strategy import DEFAULT as DEFAULT_SEARCH
 
 STRATEGIES = ("formal", "zero-shot", "few-shot", "formal-given", "gold")
 TOOL_STRATEGIES = ("formal", "zero-shot", "few-shot")
@@ -43,6 +44,7 @@ class BenchConfig:
     max_tokens: int = 512
     seed_base: int | None = None
     scorer: str | None = None  # the benchmark metrics of a data domain (metrics.SCORERS)
+    search: str = DEFAULT_SEARCH  # how the formal strategy plans (search/strategy.py)
 
     def seed(self, index: int) -> int | None:
         """Return the seed of task ``index``'s model (random chooser), else None."""
@@ -146,8 +148,9 @@ def _formal(
     config: BenchConfig, problem: api.Problem, meter: RunMeter, row: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """Plan inside the automaton."""
-    result = api.plan(problem, meter, budgets=config.budgets)
+    result = api.plan(problem, meter, budgets=config.budgets, search=config.search)
     row["stats"] = result.stats.as_dict()
+    row["search"] = result.document.get("search", config.search)
     result.document["model"] = config.model_name
     row.update(valid=True, plan=result.document, word=result.document["word"])
     return result.trace

@@ -42,6 +42,7 @@ from fllm_cli.cli.safe import plain
 from fllm_cli.errors import UsageError
 from fllm_cli.resources import is_dir, is_file
 from fllm_cli.search.planner import Budgets
+from fllm_cli.search.strategy import DEFAULT as DEFAULT_SEARCH
 
 FORMATS = ("rich", "markdown", "json", "html")
 
@@ -59,6 +60,11 @@ def bench(
         "-s",
         help="Comma-separated: formal, zero-shot, few-shot; for data domains formal, "
         "formal-given, zero-shot, gold.",
+    ),
+    search: str = typer.Option(
+        DEFAULT_SEARCH,
+        "--search",
+        help="How the formal strategy plans, as in `fllm plan --search` (the same default).",
     ),
     data: str | None = typer.Option(
         None,
@@ -161,6 +167,7 @@ def bench(
         spec=spec,
         tasks_file=tasks_file,
         strategies=parse_strategies(strategy),
+        search=search,
         data_file=data,
         gold_file=gold,
         model=model,

@@ -120,10 +120,11 @@ def plan(
     data_file: DataOpt = None,
     constraints_file: ConstraintsOpt = None,
     search: str = typer.Option(
-        "beam",
+        api.DEFAULT_SEARCH,
         "--search",
-        help="beam: score whole valid plans by the task's words, ask the model among ties "
-        "(tool domains); greedy: ask at every choice point, as the paper does.",
+        help="meaning: score whole valid plans by what the request means (offline sentence "
+        "encoder), ask the model among ties (tool domains); words: the same by shared words; "
+        "greedy: ask at every choice point, as the paper does. 'beam' is 'meaning'.",
     ),
 ) -> None:
     """Make a model plan inside the domain's automaton; the plan is valid by construction.

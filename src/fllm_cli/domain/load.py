@@ -42,7 +42,7 @@ DATA_KEYS = ("request", "tables", "trip", "slots", "constraints")
 TOP_KEYS |= set(DATA_KEYS)
 TOOL_KEYS = {"name", "description", "inputs", "output", "max_uses"}
 TASK_KEYS = {"inputs", "outputs", "max_inputs"}
-LIMIT_KEYS = {"max_uses", "max_plan_steps", "allow_empty_plan"}
+LIMIT_KEYS = {"max_uses", "max_plan_steps", "allow_empty_plan", "use_every_input"}
 GRAMMAR_KEYS = {"start", "nonterminals", "terminals", "productions", "sets"}
 SET_KEYS = {"elements", "phrase", "question", "step"}
 ALTERNATIVE_KEYS = {"rhs", "step"}
@@ -173,7 +173,13 @@ def _limits(reader: Reader, node: Node | None) -> Limits:
     )
     steps = reader.integer(get(m, "max_plan_steps"), "limits.max_plan_steps", 1, allow_null=True)
     empty = reader.boolean(get(m, "allow_empty_plan"), "limits.allow_empty_plan")
-    return Limits(max_uses=max_uses, max_plan_steps=steps, allow_empty_plan=bool(empty))
+    every = reader.boolean(get(m, "use_every_input"), "limits.use_every_input")
+    return Limits(
+        max_uses=max_uses,
+        max_plan_steps=steps,
+        allow_empty_plan=bool(empty),
+        use_every_input=True if every is None else bool(every),
+    )
 
 
 def _modalities(reader: Reader, node: Node | None) -> tuple[Modality, ...]:

@@ -70,6 +70,7 @@ class Limits:
     max_uses: int | None = 1
     max_plan_steps: int | None = None
     allow_empty_plan: bool = False
+    use_every_input: bool = True  # a plan must read each task input at least once
 
 
 @dataclass(frozen=True)

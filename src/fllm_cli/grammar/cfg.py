@@ -37,6 +37,7 @@ class Grammar:
     ``require_tool``: a word must contain at least one ``tool`` terminal.
     ``max_tools``: at most this many ``tool`` terminals in a word (None = no cap).
     ``phrases``: how prompts name each nonterminal ("image", "clean broccoli").
+    ``required``: terminals every word must contain at least once (a task's inputs).
     """
 
     start: str
@@ -46,6 +47,14 @@ class Grammar:
     require_tool: bool = False
     max_tools: int | None = None
     phrases: Mapping[str, str] = field(default_factory=dict)
+    required: frozenset[str] = frozenset()
+
+    def missing(self, word: Iterable[str]) -> list[str]:
+        """Return the required terminals that ``word`` never reads, in the grammar's order."""
+        if not self.required:
+            return []
+        seen = set(word)
+        return [t.name for t in self.terminals if t.name in self.required and t.name not in seen]
 
     @cached_property
     def terminal(self) -> dict[str, Terminal]:
@@ -161,6 +170,7 @@ class Grammar:
             self.require_tool,
             self.max_tools,
             self.phrases,
+            self.required,
         )
 
 

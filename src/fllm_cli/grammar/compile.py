@@ -87,8 +87,10 @@ def tool_grammar(domain: Domain, task: Task) -> Grammar:
         terminals.append(Terminal(tool.name, tool.description, tool.max_uses, "tool", tool.name))
         productions.append(Production(tool.output, (tool.name, *tool.inputs), tool.description))
     phrases = {m.name: m.phrase for m in domain.modalities}
+    required = []
     for name, modality in task.inputs:
         term = task.input_terminal(name)
+        required.append(term)
         shown = phrases.get(modality, modality)
         label = f"input {shown}" if name == modality else f"input {name} ({shown})"
         terminals.append(Terminal(term, f"the task's {label}", None, "input", label))
@@ -111,6 +113,7 @@ def tool_grammar(domain: Domain, task: Task) -> Grammar:
         require_tool=not domain.limits.allow_empty_plan,
         max_tools=domain.limits.max_plan_steps,
         phrases=phrases,
+        required=frozenset(required) if domain.limits.use_every_input else frozenset(),
     )
 
 

@@ -25,6 +25,7 @@ from fllm_cli.search.beam import BeamSearch
 from fllm_cli.search.interface import infer_interface
 from fllm_cli.search.planner import Budgets, Event, Planner, PlanStats
 from fllm_cli.search.relevance import Relevance
+from fllm_cli.search.strategy import STRATEGIES, Strategy
 from fllm_cli.verify import Verdict
 
 Records = list[dict[str, Any]]
@@ -59,7 +60,7 @@ class PlanJob:
     budgets: Budgets | None = None
     on_event: Event | None = None
     records: Records = field(default_factory=list)
-    search: str = "beam"  # "beam": plan-level search where the kind has evidence; "greedy"
+    strategy: Strategy = STRATEGIES["meaning"]  # how plans are decided (search/strategy.py)
 
 
 class Compiled(ABC):
@@ -120,9 +121,10 @@ class Compiled(ABC):
         message, hint = self.no_plan()
         raise NoPlanError(message, hint=hint)
 
-    def evidence(self) -> tuple[Relevance, frozenset[str]] | None:
-        """Return how the task's words score the plan symbols, and which symbols are scored,
-        for plan-level search; None for kinds that do not describe their symbols."""
+    def evidence(self, strategy: Strategy) -> tuple[Relevance, frozenset[str]] | None:
+        """Return how the request scores the plan symbols by ``strategy``'s signals, and which
+        symbols are scored, for plan-level search; None for kinds that do not describe their
+        symbols (and for strategies that plan step by step)."""
         return None
 
     def describe_candidates(self, candidates: list[tuple[str, ...]]) -> tuple[str, list[str]]:
@@ -148,26 +150,26 @@ class Compiled(ABC):
         budgets: Budgets | None = None,
         on_event: Event | None = None,
         records: Records | None = None,
-        search: str = "greedy",
+        strategy: Strategy = STRATEGIES["greedy"],
     ) -> PlanResult:
         """Search the automaton with ``model`` choosing; return the verified plan.
 
-        ``search="beam"`` scores whole plans by the task's words and asks the model only
-        among ties (:mod:`fllm_cli.search.beam`); kinds without evidence, and tasks whose words
-        point at nothing, are planned step by step as in the paper (``"greedy"``).
+        A plan-level ``strategy`` scores whole plans by the request's evidence and asks the
+        model only among ties (:mod:`fllm_cli.search.beam`); kinds without evidence, and
+        requests whose evidence points at nothing, are planned step by step as in the paper.
         """
         self.check_solvable()
         trace: Records = [] if records is None else records
         budgets = budgets or Budgets()
         final, stats, used = None, PlanStats(), "greedy"
-        evidence = self.evidence() if search == "beam" else None
+        evidence = self.evidence(strategy) if strategy.plan_level else None
         if evidence is not None:
             meter = RunMeter.wrap(model).fork(max_cost=budgets.max_cost, records=trace, stats=stats)
             beam = BeamSearch(
                 self.pda, self.lookahead, evidence[0], evidence[1], budgets, stats=stats
             )
             final = beam.run(meter, self.describe_candidates)
-            used = "beam" if final is not None else "greedy"
+            used = strategy.name if final is not None else "greedy"
         if final is None:
             # The same stats object: the record of the run holds the beam's work, then this.
             planner = Planner(
@@ -235,7 +237,7 @@ class Kind(ABC):
         if self.has_interface:
             if not inputs and output is None:
                 inputs, output, asked = infer_interface(
-                    domain, job.task, model, job.records, job.search
+                    domain, job.task, model, job.records, job.strategy
                 )
             elif not inputs or output is None:
                 raise UsageError(
@@ -243,7 +245,7 @@ class Kind(ABC):
                 )
         variables = resolve_vars(domain, job.variables)
         compiled = self.compile(domain, job.task, inputs, output, variables)
-        result = compiled.plan(model, job.budgets, job.on_event, job.records, job.search)
+        result = compiled.plan(model, job.budgets, job.on_event, job.records, job.strategy)
         stats = result.document["stats"]
         stats["llm_calls"] += sum(r.calls for r in asked)
         stats["choice_points"] += len(asked)

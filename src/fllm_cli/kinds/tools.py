@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from fllm_cli.automaton.lookahead import GrammarLookahead
 from fllm_cli.automaton.pda import PDA, pda_from_grammar
@@ -13,17 +14,18 @@ from fllm_cli.domain.model import Domain, Task
 from fllm_cli.grammar.compile import default_task, make_task, tool_grammar
 from fllm_cli.kinds.base import Kind
 from fllm_cli.kinds.grammar_based import GrammarCompiled
-from fllm_cli.search.interface import tool_vocabulary
-from fllm_cli.search.relevance import Relevance, score
+from fllm_cli.search.interface import tool_evidence
+from fllm_cli.search.relevance import Relevance
+from fllm_cli.search.strategy import Strategy
 
 
 class ToolCompiled(GrammarCompiled):
     """A tool domain compiled for a task's inputs and output."""
 
-    def evidence(self) -> tuple[Relevance, frozenset[str]]:
-        """Score the tools by the task's words (their names and descriptions)."""
-        vocab = tool_vocabulary(self.domain)
-        return score(vocab, self.task.text), frozenset(vocab)
+    def evidence(self, strategy: Strategy) -> tuple[Relevance, frozenset[str]] | None:
+        """Score the tools (their names and descriptions) by the request."""
+        found = tool_evidence(self.domain, self.task.text, strategy)
+        return None if found is None else (found, frozenset(t.name for t in self.domain.tools))
 
     def no_plan(self) -> tuple[str, str | None]:
         """Say which interface has no plan."""
@@ -98,6 +100,9 @@ def tool_plan_analyses(domain: Domain) -> list[Diagnostic]:
     usable: set[str] = set()
     any_plan = False
     deadline = time.monotonic() + ANALYSIS_SECONDS
+    # Every modality the interface allows is offered at once here, as inputs a plan may use:
+    # a real task gives some of them, and only those must be used.
+    domain = replace(domain, limits=replace(domain.limits, use_every_input=False))
     for output in outs:
         if time.monotonic() > deadline:
             return [*out, _stopped(where)]

@@ -104,7 +104,7 @@ class BeamSearch:
                     if read is not None and read in self.scored:
                         # A task word is evidence for one step: credit only unclaimed words.
                         value, words = rel.gain(read, claimed)
-                        score += value if value > 0 else -self.penalty
+                        score += rel.net(value, self.penalty)
                         used, claimed = (*used, read), claimed | words
                     rank = (-score, len(used), depth)
                     grown.append(_Entry(rank, config, score, used, claimed))

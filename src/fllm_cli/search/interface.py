@@ -19,10 +19,12 @@ from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Model
 from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.search.beam import BeamSearch
-from fllm_cli.search.relevance import Relevance, mentions, score, vocabulary, words
+from fllm_cli.search.relevance import Relevance, mentions, words
+from fllm_cli.search.strategy import STRATEGIES, Strategy
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
 INTERFACE_WIDTH = 8  # beam width when comparing interfaces (only the best score is needed)
+INTERFACE_NODES = 2_000  # look-ahead nodes per query while comparing interfaces
 
 
 def _article(word: str) -> str:
@@ -60,10 +62,18 @@ def _compile(
     if compiled is not None and key in compiled:
         return compiled[key]
     pda = pda_from_grammar(tool_grammar(domain, Task("", parse_inputs(list(combo)), output)))
-    pair = (pda, GrammarLookahead(pda))
+    # A small node budget: an unproven dead end only costs the beam a slot (it keeps accepting
+    # configurations alone), while proofs of dead ends can grow with the tools' limits.
+    pair = (pda, GrammarLookahead(pda, node_budget=INTERFACE_NODES))
     if compiled is not None:
         compiled[key] = pair
     return pair
+
+
+def _exists(lookahead: GrammarLookahead) -> bool:
+    """Whether the task has a plan; a search that ran out of nodes proved nothing, so the
+    interface stays offered (planning it then searches with the full budget)."""
+    return lookahead.word_exists() or lookahead.exhausted_last
 
 
 def feasible_interfaces(
@@ -81,16 +91,18 @@ def feasible_interfaces(
     found = []
     for size in range(1, most + 1):
         for combo in combinations_with_replacement(ins, size):
-            ok = [o for o in outs if _compile(domain, combo, o, compiled)[1].word_exists()]
+            ok = [o for o in outs if _exists(_compile(domain, combo, o, compiled)[1])]
             if ok:
                 found.append((combo, ok))
     return found
 
 
-def tool_vocabulary(domain: Domain) -> dict[str, set[str]]:
-    """Each tool's content words: its name and description, without the modalities' words."""
+def tool_evidence(domain: Domain, text: str, strategy: Strategy) -> Relevance | None:
+    """Score the domain's tools (names and descriptions) by the request with ``strategy``'s
+    signals; the modalities' words are type words, not evidence for a tool."""
     types = [f"{m.name} {m.phrase}" for m in domain.modalities]
-    return vocabulary({t.name: f"{t.name} {t.description}" for t in domain.tools}, types)
+    described = {t.name: t.description for t in domain.tools}
+    return strategy.evidence(described, types, text)
 
 
 def modality_forms(domain: Domain) -> dict[str, list[str]]:
@@ -117,36 +129,62 @@ def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
     return fit - 0.01 * len(combo)
 
 
+def usable_tools(domain: Domain, inputs: tuple[str, ...], output: str) -> frozenset[str]:
+    """The tools that can occur in some plan from ``inputs`` to ``output``, by the types alone
+    (use limits ignored): their inputs can be made from the task's, and their output leads on
+    to the task's output. A cheap superset, for bounding what an interface's plans can score."""
+    made = set(inputs)
+    changed = True
+    while changed:
+        changed = False
+        for tool in domain.tools:
+            if tool.output not in made and all(m in made for m in tool.inputs):
+                made.add(tool.output)
+                changed = True
+    makeable = [t for t in domain.tools if all(m in made for m in t.inputs)]
+    wanted = {output}
+    changed = True
+    while changed:
+        changed = False
+        for tool in makeable:
+            if tool.output in wanted and not set(tool.inputs) <= wanted:
+                wanted.update(tool.inputs)
+                changed = True
+    return frozenset(t.name for t in makeable if t.output in wanted)
+
+
 def rank_interfaces(
     domain: Domain,
     text: str,
     options: list[tuple[tuple[str, ...], list[str]]],
-    relevance: Relevance | None = None,
+    relevance: Relevance,
     compiled: Compiled | None = None,
 ) -> list[tuple[float, tuple[str, ...], str]]:
     """Score feasible (inputs, output) pairs by their best plan's evidence and the types named.
 
-    ``relevance`` is the task's scores of the tools, when the caller has them already. Pairs are
+    ``relevance`` is the request's scores of the tools. Pairs are
     searched most promising first, and a pair that cannot reach the best score found so far
     (its types' fit plus all the evidence the text holds) is left out: the first entry and every
     entry tied with it are exact, which is what choosing an interface needs.
     """
-    vocab = tool_vocabulary(domain)
-    relevance = relevance or score(vocab, text)
+    tools = frozenset(t.name for t in domain.tools)
     named = mentions(text, modality_forms(domain))
-    most = relevance.best_left(frozenset())
     pairs = [(combo, output) for combo, outs in options for output in outs]
     fits = [_named(combo, output, named) for combo, output in pairs]
-    order = sorted(range(len(pairs)), key=lambda i: -fits[i])
+    bounds = [
+        fit + relevance.best_left(frozenset(), usable_tools(domain, combo, output))
+        for (combo, output), fit in zip(pairs, fits)
+    ]
+    order = sorted(range(len(pairs)), key=lambda i: (-bounds[i], -fits[i]))
     found: list[tuple[float, int]] = []
     top = float("-inf")
     for i in order:
         (combo, output), fit = pairs[i], fits[i]
-        if fit + most < top - 1e-9:
+        if bounds[i] < top - 1e-9:
             continue
         pda, lookahead = _compile(domain, combo, output, compiled)
         search = BeamSearch(
-            pda, lookahead, relevance, frozenset(vocab), width=INTERFACE_WIDTH,
+            pda, lookahead, relevance, tools, width=INTERFACE_WIDTH,
             floor=top - fit - 1e-9,
         )  # fmt: skip
         plans = search.candidates()
@@ -160,19 +198,23 @@ def rank_interfaces(
 
 
 def infer_interface(
-    domain: Domain, text: str, model: Model, trace: list[dict[str, Any]], search: str = "greedy"
+    domain: Domain,
+    text: str,
+    model: Model,
+    trace: list[dict[str, Any]],
+    strategy: Strategy = STRATEGIES["greedy"],
 ) -> tuple[list[str], str, list[ChoiceResult]]:
     """Return (--input values, --output) among the feasible ones.
 
-    ``search="beam"`` takes the interface whose best plan the task's words support most (and
-    whose types the text names), asking the model only among ties; ``"greedy"`` asks the model
-    both questions, as the paper does.
+    A plan-level ``strategy`` takes the interface whose best plan the request's evidence
+    supports most (and whose types the text names), asking the model only among ties; a
+    step-by-step one asks the model both questions, as the paper does.
     """
     compiled: Compiled = {}
     options = feasible_interfaces(domain, compiled)
     if not options:
         raise NoPlanError(f"no task of '{domain.name}' has a valid plan")
-    relevance = score(tool_vocabulary(domain), text) if search == "beam" else None
+    relevance = tool_evidence(domain, text, strategy) if strategy.plan_level else None
     if relevance is not None and not relevance.silent:
         return _by_evidence(domain, text, model, trace, options, relevance, compiled)
     return _by_questions(domain, text, model, trace, options)

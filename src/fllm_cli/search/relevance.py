@@ -93,25 +93,44 @@ class Relevance:
 
     ``matched`` keeps, per symbol, the task words it matched and their weights: a task word is
     evidence for one step of a plan, so a search can credit it once (see ``gain``).
+    ``extra`` is what each unit beyond a step's strongest one counts for (1: all in full); below
+    1, a step that several parts of a request point at leaves the weaker parts' worth to the
+    other steps they also fit.
     """
 
     scores: Mapping[str, float]
     threshold: float
     matched: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    extra: float = 1.0
+    # What every step costs against its evidence; None keeps the words' rule (a step with
+    # evidence adds it, one without costs the search's penalty).
+    cost: float | None = None
+
+    def net(self, value: float, penalty: float) -> float:
+        """Return what a step whose evidence is ``value`` does to a plan's score."""
+        if self.cost is not None:
+            return value - self.cost
+        return value if value > 0 else -penalty
 
     def gain(self, symbol: str, claimed: frozenset[str]) -> tuple[float, frozenset[str]]:
         """Return what using ``symbol`` adds when ``claimed`` task words are already used, and
         the words it claims; 0 when what is left of its evidence falls below the threshold."""
         mine = {w: v for w, v in self.matched.get(symbol, {}).items() if w not in claimed}
         value = sum(mine.values())
+        if mine and self.extra != 1.0:
+            top = max(mine.values())
+            value = top + self.extra * (value - top)
         if value <= 0 or value < self.threshold:
             return 0.0, frozenset()
         return value, frozenset(mine)
 
-    def best_left(self, claimed: frozenset[str]) -> float:
-        """Return the most the unclaimed task words could still add (a bound for pruning)."""
+    def best_left(self, claimed: frozenset[str], among: frozenset[str] | None = None) -> float:
+        """Return the most the unclaimed task words could still add (a bound for pruning),
+        counting only the symbols in ``among`` when given."""
         top: dict[str, float] = {}
-        for words_of in self.matched.values():
+        for symbol, words_of in self.matched.items():
+            if among is not None and symbol not in among:
+                continue
             for w, v in words_of.items():
                 if w not in claimed:
                     top[w] = max(top.get(w, 0.0), v)

@@ -1,0 +1,113 @@
+"""Evidence from meaning: which tools a request needs, by sentence embeddings of its parts.
+
+A request is cut into *parts* (clauses and list items: "my old photo is grainy", "out of
+focus", "tell me in one sentence what's in it"). Each part is embedded, and so is each tool's
+name and description from the domain file. A part is evidence for the tools it is about:
+those whose similarity to it is above a floor and close to the part's best tool. In the beam
+(:mod:`fllm_cli.search.beam`) a part is evidence for one step only, so two parts that both
+say "blurry" cannot bring in two tools, and one part that fits two tools supports whichever
+the rest of the plan needs.
+
+Nothing here is tied to a domain: the parts come from the request's punctuation and
+coordination, the tools' texts from the domain file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
+
+from fllm_cli.search.relevance import Relevance, words
+
+FLOOR = 0.22  # similarity below which a part says nothing about a tool
+MARGIN = 0.06  # a part supports the tools within this of its best one
+STANDOUT = 1.5  # ... and that stand out of the part's row (standard deviations above its mean)
+SCALE = 10.0  # similarity points -> evidence units (a penalty is 1.0)
+EXTRA = 0.25  # worth of a step's second and later parts (see Relevance.extra)
+STEP_COST = 1.0  # what each step costs against its evidence (see Relevance.cost)
+WORD_WEIGHT = 0.5  # a single word's evidence against a whole part's
+MIN_WORD = 3  # letters of a word worth embedding alone
+WORD_STANDOUT = 2.0  # a word must stand out further than a part: single words match loosely
+
+# Where a request splits into parts: punctuation, and coordinating words standing alone (not
+# inside "black-and-white").
+_SPLIT = re.compile(
+    r"[;:,.!?\n()]+|(?<![\w-])(?:and|then|also|plus|but|after that|afterwards|finally)(?![\w-])",
+    re.IGNORECASE,
+)
+
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class Embedder(Protocol):
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def parts(text: str) -> list[str]:
+    """Return the request's parts that hold at least one content word, in order."""
+    out = []
+    for piece in _SPLIT.split(text):
+        piece = " ".join(piece.split())
+        if piece and words(piece):
+            out.append(piece)
+    return out or ([text.strip()] if text.strip() else [])
+
+
+def units(text: str) -> list[tuple[str, float]]:
+    """Return the request's evidence units and their weights: each part in full, and each of a
+    part's content words at ``WORD_WEIGHT`` (a clause such as "noisy blurry grayscale image"
+    asks for three things, and only its words can say so one step each)."""
+    out: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for piece in parts(text):
+        out.append((piece, 1.0))
+        content = [w for w in words(piece) if len(w) >= MIN_WORD]
+        if len(content) > 1:
+            for w in content:
+                if w not in seen:
+                    seen.add(w)
+                    out.append((w, WORD_WEIGHT))
+    return out
+
+
+def tool_texts(described: Mapping[str, str]) -> dict[str, str]:
+    """The text embedded for each symbol: its name and what it does."""
+    return {name: f"{name}: {text}" if text else name for name, text in described.items()}
+
+
+def similarities(
+    encoder: Embedder, described: Mapping[str, str], task: str
+) -> tuple[list[str], list[str], np.ndarray]:
+    """Return (parts, symbols, part x symbol cosine similarities)."""
+    texts = tool_texts(described)
+    symbols = list(texts)
+    pieces = [u for u, _ in units(task)]
+    if not symbols or not pieces:
+        return pieces, symbols, encoder.embed([])[:0, :0]
+    sims = encoder.embed(pieces) @ encoder.embed([texts[s] for s in symbols]).T
+    return pieces, symbols, sims
+
+
+def relevance(encoder: Embedder, described: Mapping[str, str], task: str) -> Relevance:
+    """Score each symbol by the request's parts that are about it."""
+    pieces, symbols, sims = similarities(encoder, described, task)
+    weights = [w for _, w in units(task)]
+    matched: dict[str, dict[str, float]] = {s: {} for s in symbols}
+    for i, piece in enumerate(pieces):
+        row = sims[i]
+        if not len(row):
+            continue
+        best = float(row.max())
+        mean, spread = float(row.mean()), float(row.std())
+        for j, symbol in enumerate(symbols):
+            sim = float(row[j])
+            need = STANDOUT if weights[i] == 1.0 else WORD_STANDOUT
+            stands_out = len(row) < 3 or sim >= mean + need * spread
+            if sim >= FLOOR and sim >= best - MARGIN and stands_out:
+                key = f"#{i} {piece}"
+                matched[symbol][key] = round(weights[i] * (SCALE * (sim - FLOOR) + 0.5), 4)
+    scores = {s: sum(m.values()) for s, m in matched.items()}
+    return Relevance(scores, 0.0, {s: m for s, m in matched.items() if m}, EXTRA, STEP_COST)

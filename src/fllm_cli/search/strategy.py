@@ -1,0 +1,128 @@
+"""How plans are decided: the table of search strategies and the relevance signals they combine.
+
+A strategy names how a plan is chosen inside the automaton:
+
+* ``meaning`` (the default): whole valid plans are scored by what the request *means* — its
+  parts against the tools' descriptions through an offline sentence encoder
+  (:mod:`fllm_cli.search.semantic`), with shared words as a weak second signal — and the model
+  is asked only among tied plans;
+* ``words``: the same plan-level search with shared words alone (the earlier default);
+* ``greedy``: the paper's mode, the model picks at every choice point.
+
+A signal turns (the symbols' descriptions, the type words, the request) into a
+:class:`~fllm_cli.search.relevance.Relevance`. A new signal is one function and one row of
+:data:`SIGNALS`; a new strategy is one row of :data:`STRATEGIES`. Nothing else in the search
+asks which strategy runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from fllm_cli.errors import UsageError
+from fllm_cli.search.relevance import Relevance, score, vocabulary
+
+Signal = Callable[[Mapping[str, str], Iterable[str], str], Relevance]
+
+
+def _words(described: Mapping[str, str], type_words: Iterable[str], text: str) -> Relevance:
+    named = {name: f"{name} {what}" for name, what in described.items()}
+    return score(vocabulary(named, type_words), text)
+
+
+def _meaning(described: Mapping[str, str], type_words: Iterable[str], text: str) -> Relevance:
+    # Imported here: NumPy and the encoder's weights load only when meaning is asked for.
+    from fllm_cli.meaning.encoder import shared
+    from fllm_cli.search import semantic
+
+    return semantic.relevance(shared(), described, text)
+
+
+def _encoder_available() -> bool:
+    from fllm_cli.meaning.encoder import available
+
+    return available()
+
+
+SIGNALS: dict[str, Signal] = {"words": _words, "meaning": _meaning}
+WORDS_WEIGHT = 0.1  # shared words beside meaning: a weak signal, never the decider
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One way of deciding a plan. ``signals`` maps signal names to their weights; a strategy
+    with no signals plans step by step, asking the model at every choice point."""
+
+    name: str
+    summary: str
+    signals: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def plan_level(self) -> bool:
+        return bool(self.signals)
+
+    def usable_signals(self) -> tuple[tuple[str, float], ...]:
+        """The signals that can run here (meaning needs its encoder installed)."""
+        out = tuple(
+            (name, w) for name, w in self.signals if name != "meaning" or _encoder_available()
+        )
+        if self.signals and not any(name == "meaning" for name, _ in out):
+            # Without the encoder, words are all there is: give them their full weight.
+            return tuple((name, 1.0) for name, _ in out)
+        return out
+
+    def evidence(
+        self, described: Mapping[str, str], type_words: Iterable[str], text: str
+    ) -> Relevance | None:
+        """Return the request's evidence about the symbols, or None (plan step by step)."""
+        signals = self.usable_signals()
+        if not signals:
+            return None
+        types = list(type_words)
+        parts = [(SIGNALS[name](described, types, text), weight) for name, weight in signals]
+        return combine(parts)
+
+
+def combine(parts: list[tuple[Relevance, float]]) -> Relevance:
+    """Add weighted relevances; each signal's evidence units stay distinct (prefixed)."""
+    if len(parts) == 1 and parts[0][1] == 1.0:
+        return parts[0][0]
+    matched: dict[str, dict[str, float]] = {}
+    for index, (rel, weight) in enumerate(parts):
+        for symbol, units in rel.matched.items():
+            mine = matched.setdefault(symbol, {})
+            for unit, value in units.items():
+                mine[f"{index}:{unit}"] = value * weight
+    scores = {s: sum(u.values()) for s, u in matched.items()}
+    threshold = min((rel.threshold * w for rel, w in parts), default=0.0)
+    costs = [rel.cost for rel, _ in parts if rel.cost is not None]
+    return Relevance(
+        scores, threshold, matched, min(rel.extra for rel, _ in parts), max(costs, default=None)
+    )
+
+
+DEFAULT = "meaning"
+STRATEGIES: dict[str, Strategy] = {
+    "meaning": Strategy(
+        "meaning",
+        "score whole valid plans by what the request means (offline sentence encoder, shared "
+        "words as a weak extra); ask the model only among tied plans",
+        (("meaning", 1.0), ("words", WORDS_WEIGHT)),
+    ),
+    "words": Strategy(
+        "words",
+        "score whole valid plans by the words the request shares with the tools' descriptions",
+        (("words", 1.0),),
+    ),
+    "greedy": Strategy("greedy", "ask the model at every choice point, as the paper does"),
+}
+ALIASES = {"beam": DEFAULT}  # the name the plan-level search had before it read meaning
+
+
+def strategy(name: str) -> Strategy:
+    """Return the strategy called ``name`` (or an alias); a usage error names the choices."""
+    found = STRATEGIES.get(ALIASES.get(name, name))
+    if found is None:
+        raise UsageError(f"unknown search '{name}': use one of {', '.join(STRATEGIES)}")
+    return found

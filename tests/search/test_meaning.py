@@ -1,0 +1,120 @@
+"""The meaning signal: an offline sentence encoder, request parts, and plans from everyday words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fllm_cli import api
+from fllm_cli.errors import UsageError
+from fllm_cli.llm.simple import RandomModel, ScriptedModel
+from fllm_cli.meaning import encoder
+from fllm_cli.search import semantic, strategy
+from tests.conftest import run_fllm
+
+pytestmark = pytest.mark.skipif(not encoder.available(), reason="the encoder is not installed")
+
+# A domain of our own, worded nothing like the requests below: nothing can match by words.
+GARDEN = """\
+fllm: 1
+name: garden
+description: Look after plants.
+modalities:
+  plant: {phrase: plant, description: "a living plant in a pot or bed"}
+  report: {phrase: report, description: "a written note about a plant"}
+tools:
+  - {name: Irrigator, description: supplies water to dry soil, inputs: [plant], output: plant}
+  - {name: Pruner, description: cuts back overgrown branches, inputs: [plant], output: plant}
+  - {name: Pest Control, description: removes insects and mites, inputs: [plant], output: plant}
+  - {name: Repotter, description: moves a root-bound plant into a larger container,
+     inputs: [plant], output: plant}
+  - {name: Inspector, description: writes a health report on a plant, inputs: [plant],
+     output: report}
+"""
+
+
+def _tools(doc: dict) -> set[str]:
+    return {w for w in doc["word"] if not w.startswith("input:")}
+
+
+def test_the_encoder_embeds_meaning_offline() -> None:
+    enc = encoder.shared()
+    rows = enc.embed(["A man is eating food.", "Someone is having a meal.", "The sky is blue."])
+    assert rows.shape == (3, 384)
+    norms = (rows**2).sum(1)
+    assert all(abs(n - 1.0) < 1e-4 for n in norms)
+    sims = rows @ rows.T
+    assert sims[0, 1] > 0.5 > sims[0, 2]  # paraphrases close, unrelated text far
+    assert enc.embed(["A man is eating food."]).tolist() == rows[:1].tolist()  # cached, stable
+
+
+def test_a_request_splits_into_parts_but_hyphenated_words_stay_whole() -> None:
+    got = semantic.parts("It is grainy, out of focus and black-and-white; then caption it")
+    assert got == ["It is grainy", "out of focus", "black-and-white", "caption it"]
+    assert semantic.parts("") == []
+
+
+def test_everyday_words_with_nothing_in_common_pick_the_right_tools(tmp_path: Path) -> None:
+    spec = tmp_path / "garden.yaml"
+    spec.write_text(GARDEN)
+    cases = {
+        "My fern looks parched and thirsty": {"Irrigator"},
+        "Little bugs are crawling all over the leaves of my basil": {"Pest Control"},
+        "The hedge has grown wild, trim it back": {"Pruner"},
+    }
+    for request, want in cases.items():
+        doc = api.plan_task(str(spec), request, ScriptedModel([]), inputs=["plant"],
+                            output="plant").document  # fmt: skip
+        assert doc["search"] == "meaning" and _tools(doc) == want, request
+    # The words strategy has no evidence here and falls back to asking step by step.
+    doc = api.plan_task(
+        str(spec), "My fern looks parched and thirsty", RandomModel(0), inputs=["plant"],
+        output="plant", search="words",
+    ).document  # fmt: skip
+    assert doc["search"] == "greedy"
+
+
+def test_a_photo_request_in_everyday_words_reads_as_an_image(openagi: str) -> None:
+    text = (
+        "My old photo is grainy, out of focus and black-and-white; "
+        "tell me in one sentence what's in it"
+    )
+    doc = api.plan_task(openagi, text, ScriptedModel([])).document
+    # Read as a photo in, a sentence out (the words-only search read it as text to text).
+    assert dict(doc["inputs"]) == {"image": "image"} and doc["output"] == "text"
+    assert {"Colorization", "Image Captioning"} <= _tools(doc)
+    assert _tools(doc) <= {
+        "Image Denoising",
+        "Image Deblurring",
+        "Colorization",
+        "Image Captioning",
+    }
+
+
+def test_the_strategy_table() -> None:
+    assert strategy.strategy("beam") is strategy.STRATEGIES["meaning"]
+    assert api.DEFAULT_SEARCH == "meaning" and set(api.SEARCHES) >= {"meaning", "words", "greedy"}
+    assert not strategy.strategy("greedy").plan_level
+    with pytest.raises(UsageError, match="unknown search 'depth'"):
+        strategy.strategy("depth")
+
+
+def test_without_the_encoder_meaning_falls_back_to_words(
+    monkeypatch: pytest.MonkeyPatch, openagi: str
+) -> None:
+    monkeypatch.setattr(strategy, "_encoder_available", lambda: False)
+    assert strategy.strategy("meaning").usable_signals() == (("words", 1.0),)
+    task = "Given noisy grayscale image, how to return the caption in German step by step?"
+    doc = api.plan_task(openagi, task, ScriptedModel([]), inputs=["image"], output="text").document
+    assert _tools(doc) == {
+        "Image Denoising", "Colorization", "Image Captioning", "Machine Translation",
+    }  # fmt: skip
+
+
+def test_cli_search_meaning_is_the_default(openagi: str) -> None:
+    code, out, err = run_fllm(
+        "plan", openagi, "is this review happy or angry?", "--model", "random:3", "-f", "json"
+    )
+    assert code == 0, err
+    assert '"search": "meaning"' in out and '"Sentiment Analysis"' in out
