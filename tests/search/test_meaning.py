@@ -118,3 +118,53 @@ def test_cli_search_meaning_is_the_default(openagi: str) -> None:
     )
     assert code == 0, err
     assert '"search": "meaning"' in out and '"Sentiment Analysis"' in out
+
+
+LETTERS = """\
+fllm: 1
+name: letters
+description: Work on letters.
+modalities:
+  letter: {phrase: letter, description: "a written letter or email"}
+  table: {phrase: table, description: "a spreadsheet of rows and columns"}
+tools:
+  - {name: Comparer, description: lists what differs between an old and a new version,
+     inputs: [letter, letter], output: letter}
+  - {name: Polisher, description: rewrites text in a formal business tone, inputs: [letter],
+     output: letter}
+  - {name: Extractor, description: copies the figures of a letter into a spreadsheet,
+     inputs: [letter], output: table}
+"""
+
+
+def test_a_tool_fed_the_same_input_twice_is_counted(openagi: str) -> None:
+    from fllm_cli.search.interface import self_pairs
+
+    domain = api.load_domain(openagi)
+    vqa = ["Visual Question Answering", "Colorization", "input:image",
+           "Image Classification", "input:image"]  # fmt: skip
+    assert self_pairs(domain, vqa) == 0  # an image and a text about it: a fine plan
+    qa_self = ["Question Answering", "input:document", "input:document"]
+    assert self_pairs(domain, qa_self) == 1
+    assert self_pairs(domain, ["Question Answering", "input:document", "input:query"]) == 0
+
+
+def test_comparing_versions_reads_two_inputs_and_type_words_are_not_tools(
+    tmp_path: Path,
+) -> None:
+    spec = tmp_path / "letters.yaml"
+    spec.write_text(LETTERS)
+    doc = api.plan_task(
+        str(spec), "Here is my old cover letter and the new one. What changed?", ScriptedModel([])
+    ).document
+    assert sorted(dict(doc["inputs"]).values()) == ["letter", "letter"]
+    assert _tools(doc) == {"Comparer"}
+    # "spreadsheet" names the table type: it says what flows, not to run the Extractor.
+    rel = semantic.relevance(
+        encoder.shared(),
+        {"Extractor": "copies the figures of a letter into a spreadsheet"},
+        "the big quarterly spreadsheet",
+        ["table: a spreadsheet of rows and columns"],
+    )
+    assert "spreadsheet" in [u for u, _ in semantic.units("the big quarterly spreadsheet")]
+    assert not any(unit.split(" ", 1)[1] == "spreadsheet" for unit in rel.matched["Extractor"])

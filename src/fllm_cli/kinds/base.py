@@ -9,6 +9,7 @@ asks which kind it is. Adding a kind means one new module here and one entry in 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -127,6 +128,10 @@ class Compiled(ABC):
         symbols (and for strategies that plan step by step)."""
         return None
 
+    def plan_judge(self) -> Callable[[list[str]], float] | None:
+        """Return what a complete plan's shape costs in plan-level search (None: nothing)."""
+        return None
+
     def describe_candidates(self, candidates: list[tuple[str, ...]]) -> tuple[str, list[str]]:
         """Return the prompt and option texts of a choice among complete plans."""
         options = [", ".join(c) if c else "(no steps)" for c in candidates]
@@ -166,8 +171,9 @@ class Compiled(ABC):
         if evidence is not None:
             meter = RunMeter.wrap(model).fork(max_cost=budgets.max_cost, records=trace, stats=stats)
             beam = BeamSearch(
-                self.pda, self.lookahead, evidence[0], evidence[1], budgets, stats=stats
-            )
+                self.pda, self.lookahead, evidence[0], evidence[1], budgets, stats=stats,
+                judge=self.plan_judge(),
+            )  # fmt: skip
             final = beam.run(meter, self.describe_candidates)
             used = strategy.name if final is not None else "greedy"
         if final is None:

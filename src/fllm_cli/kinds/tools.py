@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from fllm_cli.automaton.lookahead import GrammarLookahead
@@ -14,7 +15,7 @@ from fllm_cli.domain.model import Domain, Task
 from fllm_cli.grammar.compile import default_task, make_task, tool_grammar
 from fllm_cli.kinds.base import Kind
 from fllm_cli.kinds.grammar_based import GrammarCompiled
-from fllm_cli.search.interface import tool_evidence
+from fllm_cli.search.interface import plan_shape_cost, tool_evidence
 from fllm_cli.search.relevance import Relevance
 from fllm_cli.search.strategy import Strategy
 
@@ -26,6 +27,10 @@ class ToolCompiled(GrammarCompiled):
         """Score the tools (their names and descriptions) by the request."""
         found = tool_evidence(self.domain, self.task.text, strategy)
         return None if found is None else (found, frozenset(t.name for t in self.domain.tools))
+
+    def plan_judge(self) -> Callable[[list[str]], float]:
+        """A tool fed the same input in two slots of one type costs (search/interface.py)."""
+        return plan_shape_cost(self.domain)
 
     def no_plan(self) -> tuple[str, str | None]:
         """Say which interface has no plan."""

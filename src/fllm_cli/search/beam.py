@@ -78,6 +78,9 @@ class BeamSearch:
     penalty: float = PENALTY
     stats: PlanStats = field(default_factory=PlanStats)
     floor: float = float("-inf")  # plans scoring below it are not wanted (pruned early)
+    # What a complete plan's shape costs on top of its steps (never a gain, so the pruning
+    # bound stays sound): e.g. a tool comparing an input with itself (search/interface.py).
+    judge: Callable[[list[str]], float] | None = None
 
     def candidates(self) -> list[tuple[float, Config, tuple[str, ...]]]:
         """Return the best complete plans, one per set of symbols, best first."""
@@ -91,9 +94,12 @@ class BeamSearch:
             for entry in beam:
                 if self.pda.is_accepting(entry.config):
                     key = tuple(sorted(entry.used))
-                    if key not in done or done[key][0] < entry.score:
-                        done[key] = (entry.score, entry.config, entry.used)
-                    best_done = max(best_done, entry.score)
+                    score = entry.score
+                    if self.judge is not None:
+                        score -= max(0.0, self.judge(entry.config.word_list()))
+                    if key not in done or done[key][0] < score:
+                        done[key] = (score, entry.config, entry.used)
+                    best_done = max(best_done, score)
                     continue
                 if entry.score + rel.best_left(entry.claimed) < best_done:
                     continue  # cannot catch up with a finished plan

@@ -7,6 +7,7 @@ exists are offered, so the answer can always be planned for.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from itertools import combinations_with_replacement
 from typing import Any
 
@@ -100,7 +101,7 @@ def feasible_interfaces(
 def tool_evidence(domain: Domain, text: str, strategy: Strategy) -> Relevance | None:
     """Score the domain's tools (names and descriptions) by the request with ``strategy``'s
     signals; the modalities' words are type words, not evidence for a tool."""
-    types = [f"{m.name} {m.phrase}" for m in domain.modalities]
+    types = {m.name: (m.phrase, m.description) for m in domain.modalities}
     described = {t.name: t.description for t in domain.tools}
     return strategy.evidence(described, types, text)
 
@@ -153,6 +154,46 @@ def usable_tools(domain: Domain, inputs: tuple[str, ...], output: str) -> frozen
     return frozenset(t.name for t in makeable if t.output in wanted)
 
 
+SELF_PAIR = 1.5  # cost of a tool that takes the same task input in two slots of one type
+
+
+def self_pairs(domain: Domain, word: list[str]) -> int:
+    """Count the tools of a plan (prefix order) that get the same task input in two slots of
+    the same type: diffing, merging or joining a thing with itself. A request that wants such a
+    tool almost always brings two things; the interface with two inputs should win."""
+    arity = {t.name: t.inputs for t in domain.tools}
+    count = 0
+
+    def walk(i: int) -> tuple[int, frozenset[str]]:
+        nonlocal count
+        symbol = word[i]
+        if symbol not in arity:
+            return i + 1, frozenset({symbol})
+        nxt = i + 1
+        seen_by_type: dict[str, set[str]] = {}
+        leaves: set[str] = set()
+        clash = False
+        for modality in arity[symbol]:
+            nxt, mine = walk(nxt)
+            earlier = seen_by_type.setdefault(modality, set())
+            clash = clash or bool(earlier & mine)
+            earlier |= mine
+            leaves |= mine
+        count += clash
+        return nxt, frozenset(leaves)
+
+    try:
+        walk(0)
+    except (IndexError, RecursionError):  # not a tool plan of this domain: nothing to judge
+        return 0
+    return count
+
+
+def plan_shape_cost(domain: Domain) -> Callable[[list[str]], float]:
+    """The beam's judge for tool plans: ``SELF_PAIR`` per tool fed the same input twice."""
+    return lambda word: SELF_PAIR * self_pairs(domain, word)
+
+
 def rank_interfaces(
     domain: Domain,
     text: str,
@@ -184,7 +225,7 @@ def rank_interfaces(
             continue
         pda, lookahead = _compile(domain, combo, output, compiled)
         search = BeamSearch(
-            pda, lookahead, relevance, tools, width=INTERFACE_WIDTH,
+            pda, lookahead, relevance, tools, width=INTERFACE_WIDTH, judge=plan_shape_cost(domain),
             floor=top - fit - 1e-9,
         )  # fmt: skip
         plans = search.candidates()

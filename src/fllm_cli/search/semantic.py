@@ -15,7 +15,7 @@ coordination, the tools' texts from the domain file.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from fllm_cli.search.relevance import Relevance, words
@@ -91,16 +91,30 @@ def similarities(
     return pieces, symbols, sims
 
 
-def relevance(encoder: Embedder, described: Mapping[str, str], task: str) -> Relevance:
-    """Score each symbol by the request's parts that are about it."""
+def relevance(
+    encoder: Embedder, described: Mapping[str, str], task: str, types: Sequence[str] = ()
+) -> Relevance:
+    """Score each symbol by the request's parts that are about it.
+
+    ``types`` are the texts of the data types the symbols pass along ("table: a spreadsheet or
+    table of rows and columns"). A single word closer to a type than to any tool names what
+    flows ("spreadsheet"), not what to do with it, and is no evidence for a tool.
+    """
     pieces, symbols, sims = similarities(encoder, described, task)
     weights = [w for _, w in units(task)]
+    type_best = (
+        (encoder.embed(pieces) @ encoder.embed(list(types)).T).max(1)
+        if types and pieces and symbols
+        else None
+    )
     matched: dict[str, dict[str, float]] = {s: {} for s in symbols}
     for i, piece in enumerate(pieces):
         row = sims[i]
         if not len(row):
             continue
         best = float(row.max())
+        if weights[i] != 1.0 and type_best is not None and float(type_best[i]) >= best:
+            continue  # a type word
         mean, spread = float(row.mean()), float(row.std())
         for j, symbol in enumerate(symbols):
             sim = float(row[j])

@@ -17,26 +17,29 @@ asks which strategy runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from fllm_cli.errors import UsageError
 from fllm_cli.search.relevance import Relevance, score, vocabulary
 
-Signal = Callable[[Mapping[str, str], Iterable[str], str], Relevance]
+# The types (modalities) a domain's symbols pass between them: name -> (phrase, description).
+Types = Mapping[str, tuple[str, str]]
+Signal = Callable[[Mapping[str, str], Types, str], Relevance]
 
 
-def _words(described: Mapping[str, str], type_words: Iterable[str], text: str) -> Relevance:
+def _words(described: Mapping[str, str], types: Types, text: str) -> Relevance:
     named = {name: f"{name} {what}" for name, what in described.items()}
-    return score(vocabulary(named, type_words), text)
+    return score(vocabulary(named, [f"{n} {p}" for n, (p, _) in types.items()]), text)
 
 
-def _meaning(described: Mapping[str, str], type_words: Iterable[str], text: str) -> Relevance:
+def _meaning(described: Mapping[str, str], types: Types, text: str) -> Relevance:
     # Imported here: NumPy and the encoder's weights load only when meaning is asked for.
     from fllm_cli.meaning.encoder import shared
     from fllm_cli.search import semantic
 
-    return semantic.relevance(shared(), described, text)
+    type_texts = [f"{phrase}: {what}" if what else phrase for phrase, what in types.values()]
+    return semantic.relevance(shared(), described, text, type_texts)
 
 
 def _encoder_available() -> bool:
@@ -72,14 +75,11 @@ class Strategy:
             return tuple((name, 1.0) for name, _ in out)
         return out
 
-    def evidence(
-        self, described: Mapping[str, str], type_words: Iterable[str], text: str
-    ) -> Relevance | None:
+    def evidence(self, described: Mapping[str, str], types: Types, text: str) -> Relevance | None:
         """Return the request's evidence about the symbols, or None (plan step by step)."""
         signals = self.usable_signals()
         if not signals:
             return None
-        types = list(type_words)
         parts = [(SIGNALS[name](described, types, text), weight) for name, weight in signals]
         return combine(parts)
 
