@@ -48,14 +48,22 @@ class _Entry:
     claimed: frozenset[str] = field(compare=False, default=frozenset())
 
 
-def _distinct(entries: list[_Entry], width: int) -> list[_Entry]:
+def _distinct(
+    entries: list[_Entry], width: int, leaves: frozenset[str] | None = None
+) -> list[_Entry]:
     """Keep the best ``width`` entries whose futures differ: the same tools taken in another
-    order lead to the same configuration and would fill the beam with copies."""
+    order lead to the same configuration and would fill the beam with copies. ``leaves``, when
+    given, are symbols whose reads also tell entries apart (a judge of the finished plan's
+    shape may score them differently)."""
     kept: list[_Entry] = []
     seen: set[object] = set()
     for entry in entries:
         c = entry.config
-        key = (c.state, tuple(item.symbol for item in c.stack), c.counts, entry.claimed)
+        key: tuple[object, ...] = (
+            c.state, tuple(item.symbol for item in c.stack), c.counts, entry.claimed,
+        )  # fmt: skip
+        if leaves is not None:
+            key += (frozenset(s for s in c.word_list() if s not in leaves),)
         if key in seen:
             continue
         seen.add(key)
@@ -117,7 +125,7 @@ class BeamSearch:
             if not grown:
                 break
             grown.sort()
-            beam = _distinct(grown, self.width)
+            beam = _distinct(grown, self.width, None if self.judge is None else self.scored)
         ranked = sorted(done.values(), key=lambda c: (-c[0], len(c[2])))
         return ranked
 

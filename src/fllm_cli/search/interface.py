@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from itertools import combinations_with_replacement
 from typing import Any
 
 from fllm_cli.automaton.lookahead import GrammarLookahead
-from fllm_cli.automaton.pda import PDA, pda_from_grammar
+from fllm_cli.automaton.pda import PDA, Config, pda_from_grammar
 from fllm_cli.domain.model import DEFAULT_TEMPLATES, Domain, Task
 from fllm_cli.errors import NoPlanError
 from fllm_cli.grammar.compile import parse_inputs, tool_grammar
@@ -53,15 +54,23 @@ def describe_inputs(modalities: tuple[str, ...], domain: Domain) -> str:
 
 # (input modalities, output) -> the task's automaton and its look-ahead; the task text plays no
 # part in either, so the check of which interfaces are feasible and their ranking share them.
-Compiled = dict[tuple[tuple[str, ...], str], tuple[PDA, GrammarLookahead]]
+Compiled = dict[tuple[tuple[str, ...], str, bool], tuple[PDA, GrammarLookahead]]
 
 
 def _compile(
-    domain: Domain, combo: tuple[str, ...], output: str, compiled: Compiled | None
+    domain: Domain,
+    combo: tuple[str, ...],
+    output: str,
+    compiled: Compiled | None,
+    lenient: bool = False,
 ) -> tuple[PDA, GrammarLookahead]:
-    key = (combo, output)
+    """The task automaton of an interface; ``lenient`` drops the every-input rule (a cheaper
+    automaton whose plans include every plan of the strict one)."""
+    key = (combo, output, lenient)
     if compiled is not None and key in compiled:
         return compiled[key]
+    if lenient:
+        domain = replace(domain, limits=replace(domain.limits, use_every_input=False))
     pda = pda_from_grammar(tool_grammar(domain, Task("", parse_inputs(list(combo)), output)))
     # A small node budget: an unproven dead end only costs the beam a slot (it keeps accepting
     # configurations alone), while proofs of dead ends can grow with the tools' limits.
@@ -89,13 +98,25 @@ def feasible_interfaces(
     ins = iface.inputs if iface and iface.inputs else names
     outs = iface.outputs if iface and iface.outputs else names
     most = iface.max_inputs if iface and iface.max_inputs else 2
+    # Which interfaces have plans depends on the domain alone: a process planning many requests
+    # (the bench, a library user) works it out once per domain.
+    key = repr((domain.modalities, domain.tools, domain.task, domain.limits))
+    known = _FEASIBLE.get(key)
+    if known is not None:
+        return [(combo, list(outs)) for combo, outs in known]
     found = []
     for size in range(1, most + 1):
         for combo in combinations_with_replacement(ins, size):
             ok = [o for o in outs if _exists(_compile(domain, combo, o, compiled)[1])]
             if ok:
                 found.append((combo, ok))
+    if len(_FEASIBLE) >= 64:
+        _FEASIBLE.clear()
+    _FEASIBLE[key] = [(combo, list(outs)) for combo, outs in found]
     return found
+
+
+_FEASIBLE: dict[str, list[tuple[tuple[str, ...], list[str]]]] = {}
 
 
 def tool_evidence(domain: Domain, text: str, strategy: Strategy) -> Relevance | None:
@@ -213,22 +234,34 @@ def rank_interfaces(
     pairs = [(combo, output) for combo, outs in options for output in outs]
     fits = [_named(combo, output, named) for combo, output in pairs]
     bounds = [
-        fit + relevance.best_left(frozenset(), usable_tools(domain, combo, output))
+        fit + relevance.ceiling(usable_tools(domain, combo, output))
         for (combo, output), fit in zip(pairs, fits)
     ]
     order = sorted(range(len(pairs)), key=lambda i: (-bounds[i], -fits[i]))
     found: list[tuple[float, int]] = []
     top = float("-inf")
+    judge = plan_shape_cost(domain)
+    strict = domain.limits.use_every_input
     for i in order:
         (combo, output), fit = pairs[i], fits[i]
         if bounds[i] < top - 1e-9:
             continue
-        pda, lookahead = _compile(domain, combo, output, compiled)
-        search = BeamSearch(
-            pda, lookahead, relevance, tools, width=INTERFACE_WIDTH, judge=plan_shape_cost(domain),
-            floor=top - fit - 1e-9,
-        )  # fmt: skip
-        plans = search.candidates()
+
+        def best(lenient: bool) -> list[tuple[float, Config, tuple[str, ...]]]:
+            pda, lookahead = _compile(domain, combo, output, compiled, lenient)  # noqa: B023
+            return BeamSearch(
+                pda, lookahead, relevance, tools, width=INTERFACE_WIDTH,
+                judge=None if lenient else judge,  # the lenient pass is a bound: no costs
+                floor=top - fit - 1e-9,  # noqa: B023
+            ).candidates()  # fmt: skip
+
+        if strict and len(combo) > 1:
+            # The lenient automaton's plans include the strict one's, and its look-ahead is
+            # cheap: when even its best plan cannot reach the top, the strict search is skipped.
+            loose = best(lenient=True)
+            if not loose or loose[0][0] + fit < top - 1e-9:
+                continue
+        plans = best(lenient=False)
         if not plans:
             continue
         total = plans[0][0] + fit

@@ -136,6 +136,22 @@ class Relevance:
                     top[w] = max(top.get(w, 0.0), v)
         return sum(top.values())
 
+    def ceiling(self, among: frozenset[str]) -> float:
+        """Return the most any plan of the symbols ``among`` can score (a bound for pruning).
+
+        With a step cost, a symbol adds at most its evidence with every unit its own, less the
+        cost, and only if that is positive; without one, the unclaimed words bound it."""
+        if self.cost is None:
+            return self.best_left(frozenset(), among)
+        total = 0.0
+        for symbol in among:
+            units = self.matched.get(symbol)
+            if units:
+                top = max(units.values())
+                value = top + self.extra * (sum(units.values()) - top)
+                total += max(0.0, value - self.cost)
+        return total
+
     def of(self, symbol: str) -> float:
         """Return the symbol's score; 0 for symbols the evidence does not cover."""
         return self.scores.get(symbol, 0.0)

@@ -14,6 +14,7 @@ coordination, the tools' texts from the domain file.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -73,6 +74,11 @@ def units(text: str) -> list[tuple[str, float]]:
     return out
 
 
+def _reach(n: int) -> float:
+    """Seven tenths of the most standard deviations one of ``n`` values can stand out."""
+    return 0.7 * math.sqrt(max(n - 1, 0))
+
+
 def tool_texts(described: Mapping[str, str]) -> dict[str, str]:
     """The text embedded for each symbol: its name and what it does."""
     return {name: f"{name}: {text}" if text else name for name, text in described.items()}
@@ -118,7 +124,9 @@ def relevance(
         mean, spread = float(row.mean()), float(row.std())
         for j, symbol in enumerate(symbols):
             sim = float(row[j])
-            need = STANDOUT if weights[i] == 1.0 else WORD_STANDOUT
+            # Among n values none lies more than sqrt(n - 1) deviations above the mean: small
+            # domains get a proportionally lower bar.
+            need = min(STANDOUT if weights[i] == 1.0 else WORD_STANDOUT, _reach(len(row)))
             stands_out = len(row) < 3 or sim >= mean + need * spread
             if sim >= FLOOR and sim >= best - MARGIN and stands_out:
                 key = f"#{i} {piece}"
