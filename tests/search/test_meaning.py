@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,30 @@ def test_comparing_versions_reads_two_inputs_and_type_words_are_not_tools(
     )
     assert "spreadsheet" in [u for u, _ in semantic.units("the big quarterly spreadsheet")]
     assert not any(unit.split(" ", 1)[1] == "spreadsheet" for unit in rel.matched["Extractor"])
+
+
+def test_explain_says_what_made_each_step_relevant(openagi: str, tmp_path: Path) -> None:
+    request = "is this review happy or angry? \x1b[31m"  # a control sequence must not reach us
+    out = tmp_path / "plan.json"
+    code, _, err = run_fllm(
+        "plan", openagi, request, "--model", "random:1", "--explain", "-o", str(out)
+    )
+    assert code == 0, err
+    assert "Why" in err and "Sentiment Analysis" in err and "is this review happy or angry" in err
+    assert "interface: the best plan's evidence" in err and "\x1b[31m" not in err
+    doc = json.loads(out.read_text())
+    (step,) = doc["why"]["steps"]
+    assert step["tool"] == "Sentiment Analysis" and step["evidence"][0]["signal"] == "meaning"
+    assert doc["why"]["interface"]["ranked"][0]["inputs"] == ["text"]
+    # What fllm writes, fllm reads back: the plan with its explanation verifies.
+    code, _, err = run_fllm("verify", openagi, str(out))
+    assert code == 0, err
+
+
+def test_explain_of_a_step_by_step_plan_says_the_model_chose(openagi: str) -> None:
+    code, _, err = run_fllm(
+        "plan", openagi, "Given an image, caption it", "--model", "random:2", "--search",
+        "greedy", "--input", "image", "--output", "text", "--explain",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "interface: given" in err and "chosen by the model (greedy search)" in err

@@ -116,6 +116,12 @@ def plan(
     max_cost: MaxCostOpt = None,
     max_seconds: MaxSecondsOpt = None,
     quiet: QuietOpt = False,
+    explain: bool = typer.Option(
+        False,
+        "--explain",
+        help="Also say why: how the interface was read and what in the request made each "
+        'step relevant (the plan JSON always holds it under "why").',
+    ),
     var: list[str] = typer.Option([], "--var", help=VAR_HELP),
     data_file: DataOpt = None,
     constraints_file: ConstraintsOpt = None,
@@ -186,6 +192,33 @@ def plan(
         emit_data_plan(doc, fmt, out_file, quiet)
         return
     _emit(doc, result, fmt, out_file, quiet)
+    if explain and not quiet:
+        _explain(doc)
+
+
+def _explain(doc: dict[str, Any]) -> None:
+    """Print the plan's "why" on standard error, so piped plans stay clean."""
+    err = stderr_console()
+    why = doc.get("why") or {}
+    err.print(Text("Why", style="bold"))
+    reading = why.get("interface") or {}
+    if reading:
+        line = f"  interface: {reading.get('how', 'given')}"
+        ranked = reading.get("ranked") or []
+        if ranked:
+            shown = [
+                f"{', '.join(r['inputs'])} -> {r['output']} ({r['score']:+.2f})" for r in ranked
+            ]
+            line += "; " + " | ".join(shown)
+        err.print(plain(line))
+    steps = why.get("steps")
+    if steps is None:
+        err.print(plain(f"  steps: chosen by the model ({doc.get('search', 'greedy')} search)"))
+        return
+    for step in steps:
+        found = [f'"{e["text"]}" ({e["signal"]} {e["weight"]:.2f})' for e in step["evidence"]]
+        reason = ", ".join(found) if found else "nothing in the request: the types need it"
+        err.print(plain(f"  {step['tool']} ({step['net']:+.2f}): {reason}"))
 
 
 def _write_partial(path: str, exc: FllmError, task: str, domain: str, model: str) -> str:

@@ -26,7 +26,7 @@ from fllm_cli.search.beam import BeamSearch
 from fllm_cli.search.interface import infer_interface
 from fllm_cli.search.planner import Budgets, Event, Planner, PlanStats
 from fllm_cli.search.relevance import Relevance
-from fllm_cli.search.strategy import STRATEGIES, Strategy
+from fllm_cli.search.strategy import STRATEGIES, Strategy, credit
 from fllm_cli.verify import Verdict
 
 Records = list[dict[str, Any]]
@@ -185,6 +185,9 @@ class Compiled(ABC):
             final = planner.run()
         doc, derivation = self.document(final, model.name, stats.as_dict())
         doc["search"] = used
+        if evidence is not None and used != "greedy":
+            # What made each step relevant (plan JSON "why"; `fllm plan --explain`).
+            doc["why"] = {"steps": credit(evidence[0], evidence[1], final.word_list())}
         wrong = self.check_planned(doc["word"], derivation)
         if wrong is not None:  # a bug, never a user's problem: refuse to present it as valid
             raise NoPlanError(f"internal error: planned word failed verification: {wrong}")
@@ -240,10 +243,11 @@ class Kind(ABC):
             )
         inputs, output = list(job.inputs), job.output
         asked: list[ChoiceResult] = []
+        reading: dict[str, Any] = {"how": "given"}
         if self.has_interface:
             if not inputs and output is None:
                 inputs, output, asked = infer_interface(
-                    domain, job.task, model, job.records, job.strategy
+                    domain, job.task, model, job.records, job.strategy, reading
                 )
             elif not inputs or output is None:
                 raise UsageError(
@@ -252,6 +256,8 @@ class Kind(ABC):
         variables = resolve_vars(domain, job.variables)
         compiled = self.compile(domain, job.task, inputs, output, variables)
         result = compiled.plan(model, job.budgets, job.on_event, job.records, job.strategy)
+        if self.has_interface:
+            result.document.setdefault("why", {})["interface"] = reading
         stats = result.document["stats"]
         stats["llm_calls"] += sum(r.calls for r in asked)
         stats["choice_points"] += len(asked)

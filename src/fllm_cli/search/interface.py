@@ -234,7 +234,7 @@ def rank_interfaces(
     pairs = [(combo, output) for combo, outs in options for output in outs]
     fits = [_named(combo, output, named) for combo, output in pairs]
     bounds = [
-        fit + relevance.ceiling(usable_tools(domain, combo, output))
+        round(fit + relevance.ceiling(usable_tools(domain, combo, output)), 9)
         for (combo, output), fit in zip(pairs, fits)
     ]
     order = sorted(range(len(pairs)), key=lambda i: (-bounds[i], -fits[i]))
@@ -277,20 +277,24 @@ def infer_interface(
     model: Model,
     trace: list[dict[str, Any]],
     strategy: Strategy = STRATEGIES["greedy"],
+    reading: dict[str, Any] | None = None,
 ) -> tuple[list[str], str, list[ChoiceResult]]:
     """Return (--input values, --output) among the feasible ones.
 
     A plan-level ``strategy`` takes the interface whose best plan the request's evidence
     supports most (and whose types the text names), asking the model only among ties; a
-    step-by-step one asks the model both questions, as the paper does.
+    step-by-step one asks the model both questions, as the paper does. ``reading``, when
+    given, is filled with how the interface was read (for ``--explain``).
     """
+    reading = {} if reading is None else reading
     compiled: Compiled = {}
     options = feasible_interfaces(domain, compiled)
     if not options:
         raise NoPlanError(f"no task of '{domain.name}' has a valid plan")
     relevance = tool_evidence(domain, text, strategy) if strategy.plan_level else None
     if relevance is not None and not relevance.silent:
-        return _by_evidence(domain, text, model, trace, options, relevance, compiled)
+        return _by_evidence(domain, text, model, trace, options, relevance, compiled, reading)
+    reading["how"] = "asked the model"
     return _by_questions(domain, text, model, trace, options)
 
 
@@ -312,12 +316,22 @@ def _by_evidence(
     options: list[tuple[tuple[str, ...], list[str]]],
     relevance: Relevance,
     compiled: Compiled,
+    reading: dict[str, Any],
 ) -> tuple[list[str], str, list[ChoiceResult]]:
     ranked = rank_interfaces(domain, text, options, relevance, compiled)
     if not ranked:  # no beam reached a complete plan (very long ones): ask, as the paper does
+        reading["how"] = "asked the model"
         return _by_questions(domain, text, model, trace, options)
     top = ranked[0][0]
     tied = [r for r in ranked if abs(r[0] - top) < 1e-9]
+    reading.update(
+        how="the best plan's evidence" if len(tied) == 1 else "the model, among tied readings",
+        types_named=mentions(text, modality_forms(domain)),
+        ranked=[
+            {"inputs": list(combo), "output": output, "score": round(total, 3)}
+            for total, combo, output in ranked[:4]
+        ],
+    )
     if len(tied) == 1:
         return list(tied[0][1]), tied[0][2], []
     texts = [

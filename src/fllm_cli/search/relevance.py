@@ -144,7 +144,7 @@ class Relevance:
         if self.cost is None:
             return self.best_left(frozenset(), among)
         total = 0.0
-        for symbol in among:
+        for symbol in sorted(among):  # a fixed order: the same sum in every process
             units = self.matched.get(symbol)
             if units:
                 top = max(units.values())

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from fllm_cli.errors import UsageError
+from fllm_cli.search.beam import PENALTY
 from fllm_cli.search.relevance import Relevance, score, vocabulary
 
 # The types (modalities) a domain's symbols pass between them: name -> (phrase, description).
@@ -80,26 +82,47 @@ class Strategy:
         signals = self.usable_signals()
         if not signals:
             return None
-        parts = [(SIGNALS[name](described, types, text), weight) for name, weight in signals]
+        parts = [(name, SIGNALS[name](described, types, text), weight) for name, weight in signals]
         return combine(parts)
 
 
-def combine(parts: list[tuple[Relevance, float]]) -> Relevance:
-    """Add weighted relevances; each signal's evidence units stay distinct (prefixed)."""
-    if len(parts) == 1 and parts[0][1] == 1.0:
-        return parts[0][0]
+def combine(parts: list[tuple[str, Relevance, float]]) -> Relevance:
+    """Add weighted relevances; each unit is keyed ``SIGNAL:UNIT`` so signals stay distinct
+    and an explanation can say which signal found it."""
     matched: dict[str, dict[str, float]] = {}
-    for index, (rel, weight) in enumerate(parts):
+    for name, rel, weight in parts:
         for symbol, units in rel.matched.items():
             mine = matched.setdefault(symbol, {})
             for unit, value in units.items():
-                mine[f"{index}:{unit}"] = value * weight
+                mine[f"{name}:{unit}"] = value * weight
     scores = {s: sum(u.values()) for s, u in matched.items()}
-    threshold = min((rel.threshold * w for rel, w in parts), default=0.0)
-    costs = [rel.cost for rel, _ in parts if rel.cost is not None]
-    return Relevance(
-        scores, threshold, matched, min(rel.extra for rel, _ in parts), max(costs, default=None)
-    )
+    threshold = min((rel.threshold * w for _, rel, w in parts), default=0.0)
+    costs = [rel.cost for _, rel, _ in parts if rel.cost is not None]
+    extra = min((rel.extra for _, rel, _ in parts), default=1.0)
+    return Relevance(scores, threshold, matched, extra, max(costs, default=None))
+
+
+def credit(relevance: Relevance, scored: frozenset[str], word: list[str]) -> list[dict[str, Any]]:
+    """Say, for each scored step of a plan (in the order the search took them), which units
+    of the request it was credited with, by which signal, and what the step added."""
+    claimed: frozenset[str] = frozenset()
+    out: list[dict[str, Any]] = []
+    for symbol in word:
+        if symbol not in scored:
+            continue
+        value, units = relevance.gain(symbol, claimed)
+        mine = relevance.matched.get(symbol, {})
+        evidence = []
+        for unit in sorted(units, key=lambda u: (-mine[u], u)):
+            signal, _, text = unit.partition(":")
+            evidence.append(
+                {"signal": signal, "text": text.split(" ", 1)[1] if text.startswith("#")
+                 else text, "weight": round(mine[unit], 3)}
+            )  # fmt: skip
+        net = relevance.net(value, PENALTY)
+        out.append({"tool": symbol, "net": round(net, 3), "evidence": evidence})
+        claimed |= units
+    return out
 
 
 DEFAULT = "meaning"
