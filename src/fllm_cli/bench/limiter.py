@@ -65,6 +65,7 @@ class LimitedModel(Model):
         self.name = inner.name
         # Forward what the wrapped back end can do (e.g. decoding under a grammar).
         self.supports_grammar = getattr(inner, "supports_grammar", False)
+        self.reads_requests = getattr(inner, "reads_requests", False)
 
     def choose(self, request: ChoiceRequest) -> ChoiceResult:
         """Wait for a slot, then ask the wrapped model."""

@@ -42,6 +42,7 @@ TEMPLATE_VARIABLES: dict[str, frozenset[str]] = {
     ),
     "interface": frozenset({"task", "domain", "intro", "question", "choices", "chosen"}),
     "candidates": frozenset({"task", "domain", "intro", "question", "choices", "chosen"}),
+    "propose": frozenset({"task", "domain", "intro", "modalities", "tools"}),
 }
 
 

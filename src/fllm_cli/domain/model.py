@@ -238,6 +238,7 @@ DEFAULT_TEMPLATES: dict[str, str] = {
     "choice": "plan/choice.j2",
     "interface": "plan/interface.j2",
     "candidates": "plan/candidates.j2",
+    "propose": "plan/propose.j2",
 }
 KIND_TEMPLATES: dict[str, dict[str, str]] = {"automaton": {"choice": "plan/automaton.j2"}}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from fllm_cli.automaton.pda import PDA, Config
@@ -25,6 +25,7 @@ from fllm_cli.prompts import render
 from fllm_cli.search.beam import BeamSearch
 from fllm_cli.search.interface import infer_interface
 from fllm_cli.search.planner import Budgets, Event, Planner, PlanStats
+from fllm_cli.search.proposal import propose
 from fllm_cli.search.relevance import Relevance
 from fllm_cli.search.strategy import STRATEGIES, Strategy, credit
 from fllm_cli.verify import Verdict
@@ -244,10 +245,17 @@ class Kind(ABC):
         inputs, output = list(job.inputs), job.output
         asked: list[ChoiceResult] = []
         reading: dict[str, Any] = {"how": "given"}
+        strategy, proposed, proposal_calls = job.strategy, None, 0
+        if self.has_interface and strategy.plan_level and getattr(model, "reads_requests", False):
+            # A capable model reads the request once; its proposal becomes evidence.
+            meter = RunMeter.wrap(model).fork(records=job.records)
+            proposed, proposal_calls = propose(domain, job.task, meter)
+            if proposed is not None:
+                strategy = replace(strategy, proposal=proposed)
         if self.has_interface:
             if not inputs and output is None:
                 inputs, output, asked = infer_interface(
-                    domain, job.task, model, job.records, job.strategy, reading
+                    domain, job.task, model, job.records, strategy, reading
                 )
             elif not inputs or output is None:
                 raise UsageError(
@@ -255,10 +263,15 @@ class Kind(ABC):
                 )
         variables = resolve_vars(domain, job.variables)
         compiled = self.compile(domain, job.task, inputs, output, variables)
-        result = compiled.plan(model, job.budgets, job.on_event, job.records, job.strategy)
+        result = compiled.plan(model, job.budgets, job.on_event, job.records, strategy)
         if self.has_interface:
             result.document.setdefault("why", {})["interface"] = reading
+        if proposal_calls:
+            result.document.setdefault("why", {})["model"] = (
+                proposed.as_dict() if proposed is not None else "no usable proposal"
+            )
         stats = result.document["stats"]
+        stats["llm_calls"] += proposal_calls
         stats["llm_calls"] += sum(r.calls for r in asked)
         stats["choice_points"] += len(asked)
         stats["fallbacks"] += sum(r.fallback for r in asked)

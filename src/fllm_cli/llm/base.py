@@ -93,6 +93,9 @@ class Model(ABC):
 
     name: str = "model"
     supports_grammar: bool = False  # True when generate() decodes under request.grammar
+    # True for models that can read a whole request and propose a plan's interface and tools
+    # (API models); plan-level search then starts from their proposal (search/proposal.py).
+    reads_requests: bool = False
 
     @abstractmethod
     def choose(self, request: ChoiceRequest) -> ChoiceResult:

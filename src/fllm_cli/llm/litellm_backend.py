@@ -218,6 +218,8 @@ class _Support:
 class LiteLLMModel(TextModel):
     """A chat model reached through LiteLLM; temperature 0 by default."""
 
+    reads_requests = True  # proposes a plan's interface and tools (search/proposal.py)
+
     def __init__(self, name: str, options: ModelOptions, cache: Any = None) -> None:
         if options.choice_mode not in CHOICE_MODES:
             raise UsageError(

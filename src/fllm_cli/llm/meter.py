@@ -108,6 +108,7 @@ class RunMeter(Model):
     ) -> None:
         self.inner = inner
         self.name = inner.name
+        self.reads_requests = getattr(inner, "reads_requests", False)
         self.max_cost = max_cost
         self.max_seconds = max_seconds
         self.budget_flag = budget_flag

@@ -21,6 +21,7 @@ from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Model
 from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.search.beam import BeamSearch
+from fllm_cli.search.proposal import Proposal
 from fllm_cli.search.relevance import Relevance, mentions, words
 from fllm_cli.search.strategy import STRATEGIES, Strategy
 
@@ -215,12 +216,16 @@ def plan_shape_cost(domain: Domain) -> Callable[[list[str]], float]:
     return lambda word: SELF_PAIR * self_pairs(domain, word)
 
 
+MODEL_READING = 2.0  # the interface a capable model proposed is preferred by this much
+
+
 def rank_interfaces(
     domain: Domain,
     text: str,
     options: list[tuple[tuple[str, ...], list[str]]],
     relevance: Relevance,
     compiled: Compiled | None = None,
+    proposal: Proposal | None = None,
 ) -> list[tuple[float, tuple[str, ...], str]]:
     """Score feasible (inputs, output) pairs by their best plan's evidence and the types named.
 
@@ -233,6 +238,12 @@ def rank_interfaces(
     named = mentions(text, modality_forms(domain))
     pairs = [(combo, output) for combo, outs in options for output in outs]
     fits = [_named(combo, output, named) for combo, output in pairs]
+    if proposal is not None and proposal.inputs is not None and proposal.output is not None:
+        wanted = (sorted(proposal.inputs), proposal.output)
+        fits = [
+            fit + (MODEL_READING if (sorted(combo), output) == wanted else 0.0)
+            for fit, (combo, output) in zip(fits, pairs)
+        ]
     bounds = [
         round(fit + relevance.ceiling(usable_tools(domain, combo, output)), 9)
         for (combo, output), fit in zip(pairs, fits)
@@ -293,7 +304,9 @@ def infer_interface(
         raise NoPlanError(f"no task of '{domain.name}' has a valid plan")
     relevance = tool_evidence(domain, text, strategy) if strategy.plan_level else None
     if relevance is not None and not relevance.silent:
-        return _by_evidence(domain, text, model, trace, options, relevance, compiled, reading)
+        return _by_evidence(
+            domain, text, model, trace, options, relevance, compiled, reading, strategy
+        )
     reading["how"] = "asked the model"
     return _by_questions(domain, text, model, trace, options)
 
@@ -317,8 +330,9 @@ def _by_evidence(
     relevance: Relevance,
     compiled: Compiled,
     reading: dict[str, Any],
+    strategy: Strategy,
 ) -> tuple[list[str], str, list[ChoiceResult]]:
-    ranked = rank_interfaces(domain, text, options, relevance, compiled)
+    ranked = rank_interfaces(domain, text, options, relevance, compiled, strategy.proposal)
     if not ranked:  # no beam reached a complete plan (very long ones): ask, as the paper does
         reading["how"] = "asked the model"
         return _by_questions(domain, text, model, trace, options)

@@ -23,6 +23,7 @@ from typing import Any
 
 from fllm_cli.errors import UsageError
 from fllm_cli.search.beam import PENALTY
+from fllm_cli.search.proposal import Proposal
 from fllm_cli.search.relevance import Relevance, score, vocabulary
 
 # The types (modalities) a domain's symbols pass between them: name -> (phrase, description).
@@ -52,6 +53,7 @@ def _encoder_available() -> bool:
 
 SIGNALS: dict[str, Signal] = {"words": _words, "meaning": _meaning}
 WORDS_WEIGHT = 0.1  # shared words beside meaning: a weak signal, never the decider
+MODEL_VOTE = 3.0  # a tool the model proposed: more than any part's meaning usually gives
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,10 @@ class Strategy:
     name: str
     summary: str
     signals: tuple[tuple[str, float], ...] = ()
+    # What a capable model proposed for this request (search/proposal.py): its tools are
+    # evidence of weight MODEL_VOTE each and its interface is preferred; the automaton still
+    # decides what is valid.
+    proposal: Proposal | None = None
 
     @property
     def plan_level(self) -> bool:
@@ -83,6 +89,9 @@ class Strategy:
         if not signals:
             return None
         parts = [(name, SIGNALS[name](described, types, text), weight) for name, weight in signals]
+        if self.proposal is not None and self.proposal.tools:
+            voted = {t: {"proposed": MODEL_VOTE} for t in self.proposal.tools if t in described}
+            parts.append(("model", Relevance({t: MODEL_VOTE for t in voted}, 0.0, voted), 1.0))
         return combine(parts)
 
 
