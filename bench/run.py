@@ -550,11 +550,37 @@ def report(results: dict[str, Any]) -> str:
                 f"<= {LOOKAHEAD_GOAL_MS:g} ms: {verdict(value, LOOKAHEAD_GOAL_MS + 1e-9)}",
             )
         )
+    for name, q in (results.get("plan_quality") or {}).items():
+        ok = q["f1"] >= QUALITY_GOAL and (q["interface_right"] or 0) >= QUALITY_GOAL
+        rows.append(
+            (
+                f"plan quality {name} (n={q['requests']}, embedded default)",
+                f"F1 {q['f1']:.2f}, interface {q['interface_right'] or 0:.0%}, "
+                f"{q['seconds_per_plan_median']:.2f} s/plan",
+                f">= {QUALITY_GOAL:.2f} both: {'met' if ok else 'NOT MET'}",
+            )
+        )
     width = max(len(r[0]) for r in rows)
     value_width = max(len(r[1]) for r in rows)
     lines = [f"{'measure':<{width}}  {'figure':<{value_width}}  goal"]
     lines += [f"{a:<{width}}  {b:<{value_width}}  {g}" for a, b, g in rows]
     return "\n".join(lines)
+
+
+QUALITY_GOAL = 0.90  # tool-set F1 and interface right on held-out everyday wording (#27)
+
+
+def bench_plan_quality() -> dict[str, Any]:
+    """Tool-set F1 and interface accuracy of `fllm plan DOMAIN "REQUEST"` (embedded default)
+    on the held-out sets of bench/heldout (bench/plan_quality.py, where the sets are read)."""
+    import plan_quality
+
+    model = make_model("local", None)
+    out = {}
+    for name, (domain, rows) in plan_quality.request_sets().items():
+        if name != "openagi-train":
+            out[name] = plan_quality.measure(domain, rows, model, api.DEFAULT_SEARCH, True)
+    return out
 
 
 def main() -> None:
@@ -576,6 +602,7 @@ def main() -> None:
             "readme_command": bench_readme_command(1 if args.quick else 3),
             "local_choice": bench_local_choice(),
             "data_lookahead": bench_data_lookahead(args.quick),
+            "plan_quality": bench_plan_quality(),
         }
     results["bench_seconds"] = round(time.perf_counter() - begin, 1)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
