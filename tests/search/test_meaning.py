@@ -168,7 +168,20 @@ def test_comparing_versions_reads_two_inputs_and_type_words_are_not_tools(
         ["table: a spreadsheet of rows and columns"],
     )
     assert "spreadsheet" in [u for u, _ in semantic.units("the big quarterly spreadsheet")]
-    assert not any(unit.split(" ", 1)[1] == "spreadsheet" for unit in rel.matched["Extractor"])
+    extractor = rel.matched.get("Extractor", {})
+    assert not any(unit.split(" ", 1)[1] == "spreadsheet" for unit in extractor)
+    # A part that only says what data there is ("Here is the spreadsheet") is no tool's either.
+    described = {
+        "Extractor": "copies the figures of a letter into a spreadsheet",
+        "Polisher": "rewrites text in a formal business tone",
+        "Comparer": "lists what differs between an old and a new version",
+    }
+    types = ["table: a spreadsheet of rows and columns", "letter: a written letter or email"]
+    rel = semantic.relevance(
+        encoder.shared(), described, "Here is the spreadsheet. Make it formal", types
+    )
+    assert set(rel.matched) == {"Polisher"}
+    assert "#3 Make it formal" in rel.matched["Polisher"]
 
 
 def test_explain_says_what_made_each_step_relevant(openagi: str, tmp_path: Path) -> None:

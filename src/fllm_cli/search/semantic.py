@@ -29,6 +29,7 @@ EXTRA = 0.25  # worth of a step's second and later parts (see Relevance.extra)
 STEP_COST = 1.0  # what each step costs against its evidence (see Relevance.cost)
 WORD_WEIGHT = 0.5  # a single word's evidence against a whole part's
 MIN_WORD = 3  # letters of a word worth embedding alone
+PART_TYPE_MARGIN = 0.05  # a part closer to a type than to its best tool by this says no tool
 WORD_STANDOUT = 2.0  # a word must stand out further than a part: single words match loosely
 
 # Where a request splits into parts: punctuation, and coordinating words standing alone (not
@@ -119,8 +120,10 @@ def relevance(
         if not len(row):
             continue
         best = float(row.max())
-        if weights[i] != 1.0 and type_best is not None and float(type_best[i]) >= best:
-            continue  # a type word
+        if type_best is not None and float(type_best[i]) >= best + (
+            0.0 if weights[i] != 1.0 else PART_TYPE_MARGIN
+        ):
+            continue  # a type word, or a part that only says what data there is
         mean, spread = float(row.mean()), float(row.std())
         for j, symbol in enumerate(symbols):
             sim = float(row[j])
