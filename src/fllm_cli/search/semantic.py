@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from fllm_cli.search.relevance import Relevance, words
 
 FLOOR = 0.22  # similarity below which a part says nothing about a tool
-MARGIN = 0.08  # a part supports the tools within this of its best one
+MARGIN = 0.06  # a part supports the tools within this of its best one
 STANDOUT = 1.5  # ... and that stand out of the part's row (standard deviations above its mean)
 SCALE = 10.0  # similarity points -> evidence units (a penalty is 1.0)
 EXTRA = 0.25  # worth of a step's second and later parts (see Relevance.extra)
