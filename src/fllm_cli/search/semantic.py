@@ -86,16 +86,19 @@ def tool_texts(described: Mapping[str, str]) -> dict[str, str]:
 
 
 def similarities(
-    encoder: Embedder, described: Mapping[str, str], task: str
-) -> tuple[list[str], list[str], np.ndarray]:
-    """Return (parts, symbols, part x symbol cosine similarities)."""
+    encoder: Embedder, described: Mapping[str, str], task: str, types: Sequence[str] = ()
+) -> tuple[list[tuple[str, float]], list[str], np.ndarray, np.ndarray | None]:
+    """Return (the request's units and weights, symbols, unit x symbol cosine similarities,
+    each unit's best similarity to a type, or None without types); each unit embedded once."""
     texts = tool_texts(described)
     symbols = list(texts)
-    pieces = [u for u, _ in units(task)]
-    if not symbols or not pieces:
-        return pieces, symbols, encoder.embed([])[:0, :0]
-    sims = encoder.embed(pieces) @ encoder.embed([texts[s] for s in symbols]).T
-    return pieces, symbols, sims
+    found = units(task)
+    if not symbols or not found:
+        return found, symbols, encoder.embed([])[:0, :0], None
+    rows = encoder.embed([u for u, _ in found])
+    sims = rows @ encoder.embed([texts[s] for s in symbols]).T
+    type_best = (rows @ encoder.embed(list(types)).T).max(1) if types else None
+    return found, symbols, sims, type_best
 
 
 def relevance(
@@ -107,13 +110,9 @@ def relevance(
     table of rows and columns"). A single word closer to a type than to any tool names what
     flows ("spreadsheet"), not what to do with it, and is no evidence for a tool.
     """
-    pieces, symbols, sims = similarities(encoder, described, task)
-    weights = [w for _, w in units(task)]
-    type_best = (
-        (encoder.embed(pieces) @ encoder.embed(list(types)).T).max(1)
-        if types and pieces and symbols
-        else None
-    )
+    found, symbols, sims, type_best = similarities(encoder, described, task, types)
+    pieces = [u for u, _ in found]
+    weights = [w for _, w in found]
     matched: dict[str, dict[str, float]] = {s: {} for s in symbols}
     for i, piece in enumerate(pieces):
         row = sims[i]
