@@ -221,8 +221,9 @@ _STATE = re.compile(r"(?<=[A-Za-z.])\s?\([A-Za-z .'-]+\)")
 
 
 def _norm(text: str) -> str:
-    """Compare written records without a place's ``(State)`` suffix, case or spacing."""
-    return " ".join(_STATE.sub("", text).split()).lower().replace(" ,", ",")
+    """Compare written records without a place's ``(State)`` suffix or case; inner spacing
+    counts (the official evaluator finds a name only if it is written exactly)."""
+    return _STATE.sub("", text).strip().lower().replace(" ,", ",")
 
 
 def _index(table: Table, records: list[Record], places: set[str]) -> dict[str, Record]:
@@ -267,7 +268,7 @@ def _read_slot(
         return []
     parts = [p for p in text.split(slot.suffix)] if slot.suffix else [text]
     out = []
-    for part in (" ".join(p.split()) for p in parts):
+    for part in (p.strip() for p in parts):
         if not part:
             continue
         record = next(

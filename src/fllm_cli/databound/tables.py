@@ -28,8 +28,10 @@ class Record:
         return self.values.get(key)
 
     def written(self, table: Table) -> str:
-        """How the plan names this record."""
-        return " ".join(fill(table.write, self.values).split())
+        """How the plan names this record: its values exactly as the data has them (inner
+        spaces and line breaks included; the official TravelPlanner check matches names that
+        way)."""
+        return fill(table.write, self.values).strip()
 
     def shown(self, table: Table) -> str:
         """How the model is shown this record."""
@@ -40,7 +42,7 @@ def _value(kind: str, raw: Any, where: str) -> Any:
     if kind == "text":
         if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
             raise UsageError(f"{where}: must be text, got {_type(raw)}")
-        text = " ".join(str(raw).split())
+        text = str(raw).strip()  # inner spacing is part of the value: never rewritten
         if not text:
             raise UsageError(f"{where}: must not be empty")
         return text[:300]
@@ -93,7 +95,7 @@ def load_table(table: Table, data: dict[str, Any], where: str) -> list[Record]:
         if table.keep and not values[table.keep]:
             continue
         record = Record(table.name, len(records), values)
-        written = " ".join(record.written(table).lower().split())
+        written = record.written(table).lower()
         if written in seen:  # a plan could not say which of two same-named records it means
             continue
         seen.add(written)

@@ -154,7 +154,7 @@ def parse_entity(text: str) -> Entity:
     name, comma, city = text.rpartition(",")
     if not comma or not name.strip() or not strip_state(city):
         raise ValueError(f"expected 'Name, City', got '{text.strip()[:80]}'")
-    return Entity(name=" ".join(name.split()), city=strip_state(city), raw=text)
+    return Entity(name=name.strip(), city=strip_state(city), raw=text)
 
 
 def parse_attractions(text: str) -> tuple[Entity, ...]:

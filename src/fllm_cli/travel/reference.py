@@ -4,9 +4,11 @@ The reference information is untrusted JSON: every record is checked field by fi
 record raises a one-line :class:`~fllm_cli.errors.UsageError` that names the record (section,
 position and name), never a traceback.
 
-Lookups are by ``(name, city)`` after :func:`name_key` and :func:`city_key` normalisation:
-whitespace is collapsed (the plan format cannot keep the trailing space of a name such as
-``"Peaceful, beautiful home away "``) and a ``"(State)"`` suffix is dropped from city names.
+Lookups are by ``(name, city)`` after :func:`name_key` and :func:`city_key` normalisation. A
+name is compared as the official evaluator compares it: only the ends are trimmed (the plan
+format cannot keep the trailing space of ``"Peaceful, beautiful home away "``); inner spacing,
+line breaks and punctuation must match the record exactly ("Wok  In The Clouds" is not
+"Wok In The Clouds"). City names drop a ``"(State)"`` suffix and collapse whitespace.
 When a name occurs twice in one city, the first record in source order wins.
 """
 
@@ -28,8 +30,8 @@ _STATE_SUFFIX = re.compile(r"\s*\([^()]*\)\s*$")
 
 
 def name_key(name: str) -> str:
-    """Return the comparison key of an entity name: whitespace collapsed and trimmed."""
-    return " ".join(name.split())
+    """Return the comparison key of an entity name: the name with its ends trimmed."""
+    return name.strip()
 
 
 def city_key(city: str) -> str:
