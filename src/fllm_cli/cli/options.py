@@ -83,8 +83,10 @@ MaxSecondsOpt = Annotated[
     float | None,
     typer.Option(
         "--max-seconds",
+        "--time-limit",
         min=1.0,
-        help="Wall-clock budget of the run; no model call starts after it (exit 3).",
+        help="Wall-clock budget of the run; no model call starts after it (exit 3). The"
+        " search itself is bounded by work, so a run within it gives the same plan every time.",
     ),
 ]
 

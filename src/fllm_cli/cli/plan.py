@@ -316,16 +316,18 @@ def emit_data_plan(doc: dict[str, Any], fmt: str, out_file: str | None, quiet: b
     show = Currency.from_dict(doc.get("currency")).show
     body = doc["plan"] if fmt in DATA_FORMATS else doc
     text = json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+    if fmt in DATA_FORMATS and not quiet:  # the day list alone is the format: say how the
+        # request was read on standard error, so no assumption goes unseen
+        stderr_console().print(plain("Request as read: " + request_line(doc)), highlight=False)
     if _written(text, fmt, out_file, quiet, lambda: safe_json(text)):
         return
     out = stdout_console()
     out.print(Text.assemble(("Plan", "bold"), " for: ", plain(str(doc.get("task", "")))))
-    read = Table(title="What the request asks", show_header=False)
+    read = Table(title="The request as read", show_header=False)
     for name, value in doc.get("request", {}).items():
         if value in (None, []):
             continue
-        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-        read.add_row(plain(name), plain(shown), plain(f"({doc.get('read_by', {}).get(name, '')})"))
+        read.add_row(plain(name), plain(_shown(value)), plain(how_read(doc, name)))
     out.print(read)
     costs: dict[tuple[int, str], float] = {
         (c["day"], c["slot"]): c["cost"] for c in doc.get("costs", [])
@@ -347,6 +349,36 @@ def emit_data_plan(doc: dict[str, Any], fmt: str, out_file: str | None, quiet: b
         line += f" of a {show(budget)} {bound}"
     out.print(Text(line, style="bold"))
     out.print(plain(stats_line(doc["stats"]), style="dim"))
+
+
+def _shown(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def how_read(doc: dict[str, Any], name: str) -> str:
+    """Where a request value came from, when it was not plainly in the text."""
+    by = doc.get("read_by", {}).get(name, "text")
+    others = ", ".join(map(str, doc.get("read_alternatives", {}).get(name, [])))
+    if by == "default":
+        return "not stated: default"
+    if by == "given":
+        return "given"
+    if by == "model":
+        return f"the model's pick; the text also allows {others}" if others else "the model's pick"
+    if by in ("larger", "smaller"):
+        return f"the {by} of the values the text gives (also {others})"
+    return ""
+
+
+def request_line(doc: dict[str, Any]) -> str:
+    """The request as read, on one line: each value, and how it was read when not plainly."""
+    parts = []
+    for name, value in doc.get("request", {}).items():
+        if value in (None, []):
+            continue
+        how = how_read(doc, name)
+        parts.append(f"{name} {_shown(value)}" + (f" ({how})" if how else ""))
+    return "; ".join(parts)
 
 
 def register(app: typer.Typer) -> None:

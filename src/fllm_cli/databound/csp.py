@@ -23,9 +23,13 @@ from fllm_cli.travel.reference import city_key
 
 NONE = -1
 CENTS = 100
-SOLVER_MS = 20_000
-EXPLAIN_MS = 2_000  # one query about one rule while explaining a refusal
-CHEAPEST_MS = 10_000  # the cheapest plan of a refused request (past it, no figure is given)
+# Every solver query is bounded by work, never by wall time, so that the same request and
+# data give the same plan and the same refusal on every run and under any machine load. A unit
+# is one of z3's resource counts ("rlimit"); on the 2-core machine we measure on, z3 spends about
+# 5,000 a millisecond on these models (bench/travel_heldout.py, docs/travelplanner.md).
+SOLVER_RLIMIT = 100_000_000  # one full query (about 20 s)
+EXPLAIN_RLIMIT = 10_000_000  # one query about one rule while explaining a refusal (about 2 s)
+CHEAPEST_RLIMIT = 50_000_000  # the cheapest plan of a refused request (past it, no figure)
 
 
 def place_key(text: Any) -> str:
@@ -55,6 +59,10 @@ class TripModel:
         # sees them; to explain a refusal they stay, and each such rule becomes a tracked
         # constraint, so an unsat core can name it ("diet vegan") like any other rule.
         self.explaining = explaining
+        # A context of its own: z3's shared context keeps state between queries of earlier
+        # tasks, and the same task then found other plans in one process (a library user
+        # planning twice got two different trips).
+        self.ctx = z3.Context()
         self.spec = spec
         self.tables = tables
         self.request = request
@@ -68,8 +76,8 @@ class TripModel:
         if not self.k:
             shapes = ", ".join(str(d) for d in sorted(count)) if isinstance(count, dict) else ""
             raise NoPlanError(f"this domain plans trips of {shapes} days, not {self.days}")
-        self.solver = z3.SolverFor("QF_LIA")
-        self.solver.set("timeout", SOLVER_MS)
+        self.solver = z3.SolverFor("QF_LIA", ctx=self.ctx)
+        self.solver.set("rlimit", SOLVER_RLIMIT)
         self.tracked: dict[str, z3.BoolRef] = {}
         self.groups: dict[str, list[z3.BoolRef]] = {}
         self.costs: list[z3.ArithRef] = []
@@ -119,11 +127,11 @@ class TripModel:
             raise NoPlanError(
                 f"the data lists {len(stops_city)} place(s) to visit; the trip needs {k}"
             )
-        self.stop = [z3.Int(f"stop_{j}") for j in range(k)]
+        self.stop = [z3.Int(f"stop_{j}", self.ctx) for j in range(k)]
         add = self.solver.add
         for s in self.stop:
             add(s >= 0, s < len(stops_city))
-        add(z3.Distinct(*self.stop) if k > 1 else z3.BoolVal(True))
+        add(z3.Distinct(*self.stop) if k > 1 else z3.BoolVal(True, self.ctx))
         self.stop_city = [self._lookup(s, stops_city) for s in self.stop]
         for c in self.stop_city:
             add(c != home)
@@ -131,11 +139,11 @@ class TripModel:
         nights_total = days - 1
         if nights_total < k:
             raise NoPlanError(f"{days} days leave {nights_total} nights for {k} stops")
-        self.nights = [z3.Int(f"nights_{j}") for j in range(k)]
+        self.nights = [z3.Int(f"nights_{j}", self.ctx) for j in range(k)]
         for n in self.nights:
             add(n >= 1, n <= nights_total)
         add(z3.Sum(*self.nights) == nights_total)
-        starts = [z3.IntVal(1)]
+        starts = [z3.IntVal(1, self.ctx)]
         for j in range(1, k):
             starts.append(starts[-1] + self.nights[j - 1])
         self.starts = starts
@@ -143,7 +151,7 @@ class TripModel:
         self.pos = {
             d: z3.Sum(*[z3.If(starts[j] <= d, 1, 0) for j in range(1, k)])
             if k > 1
-            else z3.IntVal(0)
+            else z3.IntVal(0, self.ctx)
             for d in range(1, days)
         }
         self.night_city = {
@@ -153,13 +161,14 @@ class TripModel:
         # the last day there (no night is booked for it).
         self.returns = self.spec.trip.end == "home"
         self.legs = k + 1 if self.returns else k
-        self.travel = {1: z3.BoolVal(True), days: z3.BoolVal(self.returns)}
+        self.travel = {1: z3.BoolVal(True, self.ctx), days: z3.BoolVal(self.returns, self.ctx)}
         for d in range(2, days):
             self.travel[d] = self.pos[d] != self.pos[d - 1]
         self.day_from = {
-            d: (z3.IntVal(home) if d == 1 else self.night_city[d - 1]) for d in range(1, days + 1)
+            d: (z3.IntVal(home, self.ctx) if d == 1 else self.night_city[d - 1])
+            for d in range(1, days + 1)
         }
-        last = z3.IntVal(home) if self.returns else self.night_city[days - 1]
+        last = z3.IntVal(home, self.ctx) if self.returns else self.night_city[days - 1]
         self.day_to = {d: (last if d == days else self.night_city[d]) for d in range(1, days + 1)}
         self._slots()
         self._constraints()
@@ -167,7 +176,7 @@ class TripModel:
     def _lookup(self, index: z3.ArithRef, values: list[Any]) -> z3.ArithRef:
         """Return ``values[index]`` as a Z3 term (values: ints or Z3 terms)."""
         last = values[-1]
-        expr: z3.ArithRef = z3.IntVal(last) if isinstance(last, int) else last
+        expr: z3.ArithRef = z3.IntVal(last, self.ctx) if isinstance(last, int) else last
         for n in range(len(values) - 2, -1, -1):
             expr = z3.If(index == n, values[n], expr)
         return expr
@@ -204,9 +213,17 @@ class TripModel:
             options = [(t, r) for t in slot.tables for r in self._allowed(slot, t)]
             if slot.per == "leg":
                 for j in range(self.legs):
-                    var = z3.Int(f"{slot.name}_leg{j}")
-                    origin = z3.IntVal(self.ids[self.home]) if j == 0 else self.stop_city[j - 1]
-                    dest = z3.IntVal(self.ids[self.home]) if j == self.k else self.stop_city[j]
+                    var = z3.Int(f"{slot.name}_leg{j}", self.ctx)
+                    origin = (
+                        z3.IntVal(self.ids[self.home], self.ctx)
+                        if j == 0
+                        else self.stop_city[j - 1]
+                    )
+                    dest = (
+                        z3.IntVal(self.ids[self.home], self.ctx)
+                        if j == self.k
+                        else self.stop_city[j]
+                    )
                     fits = [
                         z3.And(
                             var == n,
@@ -215,22 +232,22 @@ class TripModel:
                         )
                         for n, (_, r) in enumerate(options)
                     ]
-                    self._own(var, z3.Or(*fits) if fits else z3.BoolVal(False))
+                    self._own(var, z3.Or(*fits) if fits else z3.BoolVal(False, self.ctx))
                     self.slot_vars.append((slot, j, var, options))
                     self._add_cost(var, options)
             elif slot.per == "stay":
                 for j in range(self.k):
-                    var = z3.Int(f"{slot.name}_stay{j}")
+                    var = z3.Int(f"{slot.name}_stay{j}", self.ctx)
                     fits = [
                         z3.And(var == n, self.stop_city[j] == self._id(r[slot.city]))
                         for n, (_, r) in enumerate(options)
                     ]
-                    self._own(var, z3.Or(*fits) if fits else z3.BoolVal(False))
+                    self._own(var, z3.Or(*fits) if fits else z3.BoolVal(False, self.ctx))
                     self.slot_vars.append((slot, j, var, options))
                     self._add_cost(var, options, self.nights[j])
             else:
                 for d in range(1, self.days + 1):
-                    var = z3.Int(f"{slot.name}_day{d}")
+                    var = z3.Int(f"{slot.name}_day{d}", self.ctx)
                     fits = [
                         z3.And(
                             var == n,
@@ -242,7 +259,7 @@ class TripModel:
                         for n, (_, r) in enumerate(options)
                     ]
                     need = (
-                        z3.BoolVal(slot.need == "always")
+                        z3.BoolVal(slot.need == "always", self.ctx)
                         if slot.need != "stay"
                         else z3.Not(self.travel[d])
                     )
@@ -265,13 +282,13 @@ class TripModel:
         if total is None:
             return
         cents = [self.unit_cost(option, total) for option in options]
-        expr: z3.ArithRef = z3.IntVal(0)
+        expr: z3.ArithRef = z3.IntVal(0, self.ctx)
         for n in range(len(options) - 1, -1, -1):
             if cents[n]:
                 expr = z3.If(var == n, cents[n], expr)
         if nights is not None:
             expr = z3.Sum(*[z3.If(nights == n, expr * n, 0) for n in range(1, self.days)])
-        cost = z3.Int(f"cost_{var}")
+        cost = z3.Int(f"cost_{var}", self.ctx)
         self._own(var, cost == expr)
         self.costs.append(cost)
         self.cost_vars[str(var)] = SlotCost(cost, cents, expr)
@@ -291,7 +308,7 @@ class TripModel:
         if name not in self.own:  # a route variable: its rules are not kept apart
             return None
         copy = model.translate(model.ctx)
-        copy.update_value(var, z3.IntVal(value))
+        copy.update_value(var, z3.IntVal(value, self.ctx))
         if name in self.cost_vars:
             slot_cost = self.cost_vars[name]
             copy.update_value(slot_cost.var, copy.eval(slot_cost.expr, True))
@@ -308,7 +325,7 @@ class TripModel:
                 ]
             keys = {name, f"cost_{name}"}
             shared = [f for f, names in self.mentions if keys & names]
-            self.rules_of[name] = z3.And(*self.own.get(name, ()), *shared)
+            self.rules_of[name] = z3.And(*self.own.get(name, ()), *shared, self.ctx)
         return self.rules_of[name]
 
     def tighten(self, model: z3.ModelRef) -> None:
@@ -452,10 +469,12 @@ class TripModel:
     # -- constraints ---------------------------------------------------------------------------
 
     def _track(self, name: str, formulas: list[z3.BoolRef]) -> None:
-        flag = z3.Bool(f"rule:{name}")
+        flag = z3.Bool(f"rule:{name}", self.ctx)
         self.tracked[name] = flag
         self.groups[name] = formulas
-        self.solver.add(z3.Implies(flag, z3.And(*formulas) if formulas else z3.BoolVal(True)))
+        self.solver.add(
+            z3.Implies(flag, z3.And(*formulas) if formulas else z3.BoolVal(True, self.ctx))
+        )
 
     def vars_of(
         self, names: tuple[str, ...]
@@ -473,7 +492,7 @@ class TripModel:
 
     def _c_total(self, c: Constraint) -> tuple[str, list[z3.BoolRef]] | None:
         bound = self.request.get(c.at_most)
-        self.total_cost = z3.Sum(*self.costs) if self.costs else z3.IntVal(0)
+        self.total_cost = z3.Sum(*self.costs) if self.costs else z3.IntVal(0, self.ctx)
         if bound is None:
             return None
         self.bound_cents = round(float(bound) * CENTS)
@@ -507,7 +526,7 @@ class TripModel:
             need = (
                 self._lookup(var, [math.ceil(r[c.column] or 0) for _, r in options])
                 if options
-                else z3.IntVal(0)
+                else z3.IntVal(0, self.ctx)
             )
             formulas.append(self.nights[j] >= need)
         return f"{c.column} of {'/'.join(c.slots)}", formulas
@@ -521,7 +540,7 @@ class TripModel:
             for _, r in options:
                 value = str(r[c.column]).lower()
                 codes.append(next((n for n, g in enumerate(groups) if value in g), len(groups)))
-            return self._lookup(var, codes) if codes else z3.IntVal(-1)
+            return self._lookup(var, codes) if codes else z3.IntVal(-1, self.ctx)
 
         first = group(items[0][2], items[0][3]) if items else None
         formulas = [group(var, options) == first for _, _, var, options in items[1:]]
@@ -539,7 +558,7 @@ class TripModel:
                 for n, (_, r) in enumerate(options)
                 if value.lower() in _lower_values(r[c.column])
             ]
-            formulas.append(z3.Or(*[h for h, _ in hits]) if hits else z3.BoolVal(False))
+            formulas.append(z3.Or(*[h for h, _ in hits]) if hits else z3.BoolVal(False, self.ctx))
             self.formula_vars[formulas[-1].get_id()] = {name for _, name in hits}
         return f"{c.request} {', '.join(wanted)}", formulas
 
@@ -589,6 +608,14 @@ class TripModel:
             return "no plan meets every rule: " + "; ".join(extra), " or ".join(
                 f"drop '{n}'" for n in extra
             )
+        legs = [s for s in self.empty if self.spec.slots[s].per == "leg"]
+        if not names and legs:  # e.g. no flight and no usable road out of the start city
+            tables = sorted({t for s in legs for t in self.spec.slots[s].tables})
+            return (
+                f"no plan exists: the data has no usable {' or '.join(tables)} record for the"
+                f" {', '.join(legs)} of a trip from {self.request.get(self.spec.trip.home)}",
+                "try other dates, another start city, or data that covers this route",
+            )
         if not names:
             what = ", ".join(self.empty) or "the route"
             return (
@@ -625,22 +652,22 @@ class TripModel:
 
     def _droppable(self, names: Iterable[str]) -> list[str]:
         """The tracked rules among ``names`` whose removal alone leaves a plan (each query
-        bounded at EXPLAIN_MS; an undecided one names nothing)."""
+        bounded by EXPLAIN_RLIMIT; an undecided one names nothing)."""
         out = []
-        self.solver.set("timeout", EXPLAIN_MS)
+        self.solver.set("rlimit", EXPLAIN_RLIMIT)
         try:
             for name in names:
                 others = [f for n, f in self.tracked.items() if n != name]
                 if self.solver.check(*others) == z3.sat:
                     out.append(name)
         finally:
-            self.solver.set("timeout", SOLVER_MS)
+            self.solver.set("rlimit", SOLVER_RLIMIT)
         return out
 
     def cheapest(self, without: str | None = None) -> int | None:
         """Return the lowest total cost (cents) of a plan meeting the other rules."""
-        opt = z3.Optimize()
-        opt.set("timeout", CHEAPEST_MS)
+        opt = z3.Optimize(ctx=self.ctx)
+        opt.set("rlimit", CHEAPEST_RLIMIT)
         for a in self.solver.assertions():
             opt.add(a)
         for name, flag in self.tracked.items():

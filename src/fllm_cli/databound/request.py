@@ -46,9 +46,24 @@ MONTHS = {
     for name in names
 }
 NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fourteen": 14, "twenty": 20,
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19,
 }  # fmt: skip
+TENS_WORDS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+    "eighty": 80, "ninety": 90,
+}  # fmt: skip
+SCALE_WORDS = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_NUMBER_WORD = "|".join(sorted([*NUMBER_WORDS, *TENS_WORDS, *SCALE_WORDS], key=len, reverse=True))
+# "seven", "twenty-one", "two thousand six hundred (and) fifty": words joined by spaces, hyphens
+# or "and"; a scale word never starts one ("hundreds of").
+_WORDED = re.compile(
+    rf"(?<![A-Za-z-])(?!(?:{'|'.join(SCALE_WORDS)})\b)(?:{_NUMBER_WORD})"
+    rf"(?:(?:\s+and\s+|[\s-]+)(?:{_NUMBER_WORD}))*(?![A-Za-z-])",
+    re.I,
+)
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 WEEKDAYS = {
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
@@ -93,6 +108,7 @@ _NEGATED_AFTER = re.compile(
 _JOIN = re.compile(r"\s*(?:,\s*)?(?:and|&|\+|plus)\s*|\s*,\s*", re.I)
 _DETERMINER = re.compile(r"(?:\b(?:my|our|the|a|an|his|her|their)\s+)$", re.I)
 MAX_TEXT = 4000
+_SHORT_YEAR = re.compile(r"(?<=[\w.,])\s'(\d{2})(?![\w'])")
 
 
 @dataclass
@@ -101,7 +117,7 @@ class Reading:
 
     value: Any
     candidates: list[Any] = field(default_factory=list)
-    decided_by: str = "text"  # text | cue | model | default | given
+    decided_by: str = "text"  # text | cue | model | default | given | larger | smaller
 
 
 Ask = Callable[[RequestField, list[str]], int]
@@ -142,7 +158,7 @@ def _mentions(text: str, phrase: str) -> list[int]:
 
 
 # Where a cue stops applying: the end of a sentence or a clause ("St." and "1,700" are not).
-_SENTENCE_END = re.compile(r"(?<!\b[A-Z][a-z])(?<!\b[A-Z])[.!?;,()\n](?!\d)")
+_SENTENCE_END = re.compile(r"(?<!\b[A-Z][a-z])(?<!\b[A-Z])[.!?;,()\n](?!\d)|\s[-–—]\s")
 
 
 def _near_cue(text: str, start: int, end: int, cues: tuple[str, ...], window: int = 3) -> bool:
@@ -350,7 +366,62 @@ def find_money(text: str, currency: Currency = DOLLARS) -> list[tuple[float, int
         )
         if amount is not None:
             out.append((amount, *m.span()))
+    words = [w for w in currency.words if w[:1].isalpha()]
+    if words:  # "two thousand two hundred dollars"
+        after = re.compile(r"\s*(?:" + "|".join(_edged(w) for w in words) + ")", re.I)
+        for value, start, end in worded_numbers(text):
+            marker = after.match(text, end)
+            if marker and value > 0:
+                out.append((value, start, marker.end()))
+    return sorted(out, key=lambda s: s[1])
+
+
+def _worded_value(words: list[str]) -> list[tuple[int, int]]:
+    """The numbers a run of number words says, as (value, words used): "two thousand six
+    hundred fifty" is one number; "one two" is two (a small number never follows another
+    small one within a number)."""
+    out: list[tuple[int, int]] = []
+    total = current = used = 0
+    last = ""
+    for word in words:
+        small = NUMBER_WORDS.get(word, TENS_WORDS.get(word))
+        if small is not None:
+            # "twenty one" continues; "one two", "twenty thirty", "fifteen six" start anew
+            continues = last == "scale" or (last == "tens" and small < 10)
+            if used and not continues:
+                out.append((total + current, used))
+                total = current = used = 0
+            current += small
+            last = "tens" if word in TENS_WORDS else "small"
+        else:
+            scale = SCALE_WORDS[word]
+            if scale == 100:
+                current = max(current, 1) * 100
+            else:
+                total += max(current, 1) * scale
+                current = 0
+            last = "scale"
+        used += 1
+    if used:
+        out.append((total + current, used))
     return out
+
+
+def worded_numbers(text: str) -> list[tuple[int, int, int]]:
+    """Return (value, start, end) of every number written in words."""
+    out = []
+    for m in _WORDED.finditer(text):
+        words = [(w.group(0).lower(), w.start(), w.end()) for w in _WORD_TOKEN.finditer(m.group(0))]
+        words = [w for w in words if w[0] != "and"]
+        at = 0
+        for value, used in _worded_value([w for w, _, _ in words]):
+            first, last = words[at], words[at + used - 1]
+            out.append((value, m.start() + first[1], m.start() + last[2]))
+            at += used
+    return out
+
+
+_WORD_TOKEN = re.compile(r"[A-Za-z]+")
 
 
 def _blank(text: str, spans: list[tuple[int, int]]) -> str:
@@ -371,6 +442,9 @@ class RequestReader:
 
     def read(self, task: str, given: dict[str, Any] | None = None) -> dict[str, Reading]:
         text = task[:MAX_TEXT].replace("\u2019", "'").replace("\u2018", "'")
+        # "Mar 7th-9th '22": a two-digit year after a space is read as 2022 (every span below
+        # is an offset into this text)
+        text = _SHORT_YEAR.sub(lambda m: ", 20" + m.group(1), text)
         out: dict[str, Reading] = {}
         first = {f.from_dates for f in self.spec.request.values() if f.from_dates}
         order = sorted(self.spec.request.items(), key=lambda item: item[0] not in first)
@@ -433,6 +507,10 @@ class RequestReader:
                 return Reading(cued[0], values, "cue")
             if cued:
                 values = cued + [v for v in values if v not in cued]
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+        if spec_field.prefer and numbers:  # two head counts: plan for the larger, and say so
+            pick = max(values) if spec_field.prefer == "larger" else min(values)
+            return Reading(pick, values, spec_field.prefer)
         index = self.ask(spec_field, [str(v) for v in values])
         return Reading(values[index], values, "model")
 
@@ -511,15 +589,22 @@ class RequestReader:
         spans: list[Span] = []
         for m in _NUMBER.finditer(masked):
             spans.append((int(m.group(0)), *m.span()))
-        words = {**NUMBER_WORDS, **spec_field.words}
-        for word, value in words.items():
+        spans += worded_numbers(masked)
+        for word, value in spec_field.words.items():
             for start in _mentions(masked, word):
                 spans.append((value, start, start + len(word)))
+        spans, counted = self._plus(spec_field, masked, spans)
+        others = self._other_cues(spec_field)
         spans = [
             s
             for s in spans
             if self._allowed(spec_field, s[0])
-            and not _near_cue(masked, s[1], s[2], spec_field.avoid, 1)
+            and (s in counted or not _near_cue(masked, s[1], s[2], spec_field.avoid, 1))
+            and (
+                s in counted
+                or not _near_cue(masked, s[1], s[2], others, 2)
+                or _near_cue(masked, s[1], s[2], spec_field.cue, 2)
+            )
         ]
         spans = self._sums(spec_field, masked, spans)
         spans.sort(key=lambda s: s[1])
@@ -532,12 +617,49 @@ class RequestReader:
                 s
                 for s in spans
                 if masked[s[1] : s[2]].lower() in spec_field.words
+                or s in counted
                 or _near_cue(masked, s[1], s[2], spec_field.cue, 1)
             ]
             if not said or any(value == length for value, _, _ in said):
                 return Reading(length, [length], "text")
             return self._choose(spec_field, masked, [(length, -1, -1), *said])
+        if any(s in counted for s in spans):  # "staying 6 nights" says the length outright
+            spans = [
+                s for s in spans if s in counted or _near_cue(masked, s[1], s[2], spec_field.cue, 1)
+            ]
         return self._choose(spec_field, masked, spans)
+
+    @staticmethod
+    def _plus(
+        spec_field: RequestField, text: str, spans: list[Span]
+    ) -> tuple[list[Span], list[Span]]:
+        """Numbers followed by a ``plus`` word count with its value added ("staying 2 nights"
+        is 3 days); return every span and those that were so counted."""
+        if not spec_field.plus:
+            return spans, []
+        out, counted = [], []
+        for value, start, end in spans:
+            m = re.match(r"\s+([A-Za-z]+)", text[end:])
+            word = m.group(1).lower() if m else ""
+            extra = spec_field.plus.get(word, spec_field.plus.get(word.removesuffix("s")))
+            if extra is None:
+                out.append((value, start, end))
+                continue
+            span = (value + extra, start, end + (m.end() if m else 0))
+            out.append(span)
+            counted.append(span)
+        return out, counted
+
+    def _other_cues(self, spec_field: RequestField) -> tuple[str, ...]:
+        """The cue words of the spec's other number fields: "a group of 5" is a head count,
+        never a number of days, though 5 would be a fine length."""
+        return tuple(
+            cue
+            for other in self.spec.request.values()
+            if other.name != spec_field.name and other.type == spec_field.type
+            for cue in other.cue
+            if cue not in spec_field.cue
+        )
 
     def _sums(self, spec_field: RequestField, text: str, spans: list[Span]) -> list[Span]:
         """Add up counts joined by "and", "&", "+", "plus" or commas: "me and 3 friends" (4),
@@ -547,10 +669,16 @@ class RequestReader:
         if not (spec_field.members or spec_field.parts):
             return spans
         units: list[Span] = []
+        products: list[tuple[Span, Span]] = []
         nouns = set(spec_field.parts) | {m.lower() for m in spec_field.members}
         for value, start, end in spans:
             m = re.match(r"\s+([A-Za-z][A-Za-z-]*)", text[end:])
-            if m and m.group(1).lower() in nouns:  # "3 friends", "1 friend"
+            noun = m.group(1).lower() if m else ""
+            group = spec_field.words.get(noun, spec_field.words.get(noun.removesuffix("s"), 1))
+            if m and group > 1:  # "two couples": 2 x 2
+                units.append((value * group, start, end + m.end()))
+                products.append(((value, start, end), units[-1]))
+            elif m and noun in nouns:  # "3 friends", "1 friend"
                 units.append((value, start, end + m.end()))
             elif spec_field.words.get(text[start:end].lower(), 1) > 1:  # "a couple", not "solo"
                 units.append((value, start, end))
@@ -572,7 +700,10 @@ class RequestReader:
                     continue
             chains.append([unit])
             joins.append([])
-        out = list(spans)
+        replaced = dict(products)
+        out = [replaced.get(s, s) for s in spans]
+        for _, product in products:  # "couples" inside "two couples" is not a count of its own
+            out = [s for s in out if s == product or not (product[1] <= s[1] < product[2])]
         for chain, join in zip(chains, joins):
             speaker = [n for n, u in enumerate(chain) if text[u[1] : u[2]].lower() in SPEAKER]
             if len(speaker) > 1:  # "it's just me, and I ...": the speaker once
@@ -611,6 +742,8 @@ class RequestReader:
             for phrase in phrases:
                 for s, e in _mention_spans(text, phrase):
                     if spec_field.negated != _negated(text, s, e):
+                        if option in spec_field.negation:  # "don't want to share a room"
+                            hits.append((s, e, spec_field.negation[option]))
                         continue
                     hits.append((s, e, option))
         for option, phrases in spec_field.stated.items():  # "we'd rather drive ourselves"

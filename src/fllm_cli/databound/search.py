@@ -22,7 +22,7 @@ from typing import Any
 
 import z3
 
-from fllm_cli.databound.csp import CENTS, NONE, SOLVER_MS, TripModel
+from fllm_cli.databound.csp import CENTS, NONE, SOLVER_RLIMIT, TripModel
 from fllm_cli.databound.request import Reading
 from fllm_cli.databound.spec import Slot
 from fllm_cli.databound.tables import Record
@@ -33,9 +33,10 @@ from fllm_cli.prompts import render
 from fllm_cli.search.planner import Budgets, PlanStats
 
 SHOWN = 6  # options shown to the model at one decision
-CHECK_MS = 300  # one look-ahead query; an undecided value is not offered (never a doomed one)
-DECISION_MS = 600  # stop looking for more options once this is spent (the plan in hand's value
-# is always offered, so a decision never ends with nothing)
+# Bounds by work (solver resource units and queries), never by wall time: see csp.py.
+CHECK_RLIMIT = 2_000_000  # one look-ahead query (~0.4 s); an undecided value is not offered
+DECISION_CHECKS = 24  # look-ahead queries per decision; past them no more options are looked
+# for (the plan in hand's value is always offered, so a decision never ends with nothing)
 MAX_BLOCK = 16  # values ruled out by one look-ahead query at most
 PROGRESS = 80  # decided lines shown; a 31-day trip has more, and then the window slides
 EMPTY = "nothing (leave it empty)"
@@ -209,11 +210,11 @@ class DataPlanner:
         candidates = list(decision.candidates)
         if decision.optional:
             candidates.append(NONE)
-        t.solver.set("timeout", CHECK_MS)
+        t.solver.set("rlimit", CHECK_RLIMIT)
         try:
-            self._scan(decision, candidates, free, known, found, models, start)
+            self._scan(decision, candidates, free, known, found, models)
         finally:
-            t.solver.set("timeout", SOLVER_MS)
+            t.solver.set("rlimit", SOLVER_RLIMIT)
         self.lookahead_ms.append((time.perf_counter() - start) * 1000)
         return found, models
 
@@ -225,7 +226,6 @@ class DataPlanner:
         known: z3.ModelRef,
         found: list[int],
         models: dict[int, z3.ModelRef],
-        start: float,
     ) -> None:
         """Find the best-ranked feasible values, in rank order, with few solver calls.
 
@@ -242,9 +242,9 @@ class DataPlanner:
         pending = [v for v in candidates if fits is None or v in fits]
         sure: dict[int, z3.ModelRef] = {free: known}  # values known feasible, with a plan
         pending = [v for v in pending if v == free or not self._over_budget(decision, v)]
-        i, width = 0, 1
+        i, width, queries = 0, 1, 0
         while i < len(pending) and len(found) < SHOWN:
-            if (time.perf_counter() - start) * 1000 > DECISION_MS:
+            if queries >= DECISION_CHECKS:
                 break
             value = pending[i]
             if value in sure:
@@ -261,6 +261,7 @@ class DataPlanner:
                     break
                 block.append(v)
             self.stats.steps += 1
+            queries += 1
             if len(block) == 1:
                 result = t.check(decision.var == value)
             else:

@@ -94,6 +94,15 @@ class RequestField:
     from_dates: str | None = None
     options: dict[str, tuple[str, ...]] = field(default_factory=dict)
     stated: dict[str, tuple[str, ...]] = field(default_factory=dict)  # count un-negated
+    # A number before one of these words counts as that number plus the word's value
+    # ("staying 2 nights" is a 3-day trip with ``plus: {night: 1}``).
+    plus: dict[str, int] = field(default_factory=dict)
+    # A negated mention of an option asks for another: ``negation: {shared room: not shared
+    # room}`` reads "we don't want to share a room" as 'not shared room'.
+    negation: dict[str, str] = field(default_factory=dict)
+    # When the text gives two values ("5 of us ... the 2 adults"), take the larger or the
+    # smaller instead of asking the model; the reading says it did (a head count: larger).
+    prefer: str | None = None
     currency: Currency = DOLLARS  # money fields only
 
 
@@ -262,7 +271,7 @@ class _SpecReader:
             "type", "question", "values", "not_in", "free", "cue", "avoid", "negated",
             "one_of", "range",
             "default", "words", "members", "parts", "from_dates", "options", "stated",
-            "currency",
+            "currency", "plus", "negation", "prefer",
         }  # fmt: skip
         for name, child, _loc in self.r.items(self.r.mapping(node, "request")):
             body = self.r.mapping(child, f"request field '{name}'", keys)
@@ -289,11 +298,20 @@ class _SpecReader:
                 if option not in options:
                     self.r.error(f"request field '{name}': stated '{option}' is not an option", loc)
                 stated[option] = self.strings(phrases, f"stated phrases of option '{option}'")
-            words: dict[str, int] = {}
-            for word, value, _ in self.r.items(self.r.mapping(get(body, "words"), "words")):
-                number = self.r.integer(value, f"words.{word}")
-                if number is not None:
-                    words[word.lower()] = number
+            words, plus = self.numbers(body, "words"), self.numbers(body, "plus")
+            negation: dict[str, str] = {}
+            for option, other, loc in self.r.items(
+                self.r.mapping(get(body, "negation"), "negation")
+            ):
+                target = self.r.string(other, f"negation of '{option}'")
+                if option not in options or target not in options:
+                    self.r.error(
+                        f"request field '{name}': negation '{option}: {target}' must map an"
+                        " option to an option",
+                        loc,
+                    )
+                elif target is not None:
+                    negation[option] = target
             span = [
                 self.r.integer(n, "range") for n in self.r.sequence(get(body, "range"), "range")
             ]
@@ -301,6 +319,13 @@ class _SpecReader:
                 self.r.integer(n, "one_of") for n in self.r.sequence(get(body, "one_of"), "one_of")
             ]
             default = get(body, "default")
+            prefer = self.r.string(get(body, "prefer"), "prefer")
+            if prefer not in (None, "larger", "smaller"):
+                self.r.error(
+                    f"request field '{name}': prefer must be 'larger' or 'smaller'",
+                    get(body, "prefer").loc,  # type: ignore[union-attr]
+                )
+                prefer = None
             out[name] = RequestField(
                 name=name,
                 type=kind,
@@ -321,7 +346,19 @@ class _SpecReader:
                 options=options,
                 stated=stated,
                 currency=self.currency(get(body, "currency"), name, kind),
+                plus=plus,
+                negation=negation,
+                prefer=prefer,
             )
+        return out
+
+    def numbers(self, body: Any, key: str) -> dict[str, int]:
+        """A ``word: number`` mapping of a request field (``words``, ``plus``)."""
+        out: dict[str, int] = {}
+        for word, value, _ in self.r.items(self.r.mapping(Reader.get(body, key), key)):
+            number = self.r.integer(value, f"{key}.{word}")
+            if number is not None:
+                out[word.lower()] = number
         return out
 
     def currency(self, node: Node | None, name: str, kind: str) -> Currency:

@@ -187,6 +187,12 @@ class DataKind(Kind):
             "task": task,
             "request": {k: r.value for k, r in readings.items()},
             "read_by": {k: r.decided_by for k, r in readings.items()},
+            # the other values the text supported, for fields it left open
+            "read_alternatives": {
+                k: [v for v in r.candidates if v != r.value]
+                for k, r in readings.items()
+                if r.decided_by in ("model", "larger", "smaller", "cue") and len(r.candidates) > 1
+            },
             "valid": True,
             "plan": days,
             "costs": items,
