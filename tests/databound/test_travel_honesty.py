@@ -109,3 +109,91 @@ def test_a_refusal_is_the_same_every_time() -> None:
             api.plan_task(DOMAIN, QUERIES[0]["query"], "random:1", data=_no_way_out(REFS[0]))
         messages.add((caught.value.message, caught.value.hint))
     assert len(messages) == 1
+
+
+HOURS = {
+    "breakfast": (420, 630),
+    "lunch": (690, 900),
+    "attraction": (540, 1080),
+    "dinner": (1080, 1320),
+}  # fmt: skip  (the domain's in_town hours, in minutes)
+
+
+def _minutes(text: str) -> int:
+    hours, minutes = text.split(":")
+    return int(hours) * 60 + int(minutes)
+
+
+def test_meals_and_visits_happen_where_the_traveller_is() -> None:
+    """Independent of fllm's rule code: on a flight day nothing is planned in the
+    destination before landing, nor in the origin after take-off."""
+    checked = 0
+    for index, seed in [(i, s) for i in (0, 9, 33) for s in (1, 2, 3)]:
+        days = api.plan_task(DOMAIN, QUERIES[index]["query"], f"random:{seed}", data=REFS[index])
+        for day in days.document["plan"]:
+            leg = day.get("transportation", "-")
+            if not leg.startswith("Flight Number"):
+                continue
+            dep = _minutes(leg.split("Departure Time: ")[1][:5])
+            arr = _minutes(leg.split("Arrival Time: ")[1][:5])
+            origin, dest = day["current_city"][5:].split(" to ")
+            for slot, (opens, closes) in HOURS.items():
+                for part in filter(None, (p.strip() for p in day[slot].split(";"))):
+                    if part == "-":
+                        continue
+                    city = part.rsplit(",", 1)[1].strip()
+                    checked += 1
+                    if city == dest:
+                        assert arr <= closes - 60, (slot, part, leg)
+                    if city == origin:
+                        assert dep >= opens + 60, (slot, part, leg)
+    assert checked > 0
+
+
+def test_verify_names_a_breakfast_before_landing() -> None:
+    document = api.plan_task(DOMAIN, QUERIES[0]["query"], "random:1", data=REFS[0]).document
+    days = copy.deepcopy(document["plan"])
+    assert days[0]["transportation"].endswith("Arrival Time: 17:04")
+    days[0]["breakfast"] = days[1]["breakfast"]  # a Rockford breakfast on the day we land at 17:04
+    days[1]["breakfast"] = "-"
+    report = api.verify_data(DOMAIN, days, REFS[0], document["request"])
+    assert any(v.startswith("in town: day 1 breakfast: in Rockford") for v in report["violations"])
+
+
+def test_bad_opening_hours_are_a_located_error(tmp_path: Path) -> None:
+    text = Path(DOMAIN).read_text().replace('breakfast: "07:00-10:30"', 'breakfast: "10:30"')
+    path = tmp_path / "travel.yaml"
+    path.write_text(text)
+    result = run_fllm("validate", str(path))
+    assert result.code != 0
+    assert "at 'breakfast' must be opening hours" in result.out + result.err
+    assert "travel.yaml:" in result.out + result.err
+
+
+def test_the_cheapest_objective_gives_the_least_cost_plan() -> None:
+    text = "A trip from St. Petersburg to Rockford, March 16-18, 2022, for one person"
+    cheapest = api.plan_task(DOMAIN, text + ", budget $1,700, as cheap as possible.", "random:3",
+                             data=REFS[0]).document  # fmt: skip
+    assert cheapest["request"]["objective"] == "cheapest"
+    chosen = api.plan_task(DOMAIN, text + ", budget $1,700.", "random:3", data=REFS[0]).document
+    assert chosen["request"]["objective"] is None
+    assert cheapest["total_cost"] <= chosen["total_cost"]
+    # the least cost any plan has: what a refusal of a tiny budget names
+    with pytest.raises(NoPlanError) as caught:
+        api.plan_task(DOMAIN, text + ", budget $100.", "random:3", data=REFS[0])
+    assert f"cheapest complete plan ${cheapest['total_cost']:,.0f}" in caught.value.message
+
+
+def test_objective_flag_through_the_cli(tmp_path: Path) -> None:
+    data = tmp_path / "ref.json"
+    data.write_text(json.dumps(REFS[0]))
+    text = "A trip from St. Petersburg to Rockford, March 16-18, 2022, alone, budget $1,700."
+    out = tmp_path / "plan.json"
+    result = run_fllm(
+        "plan", DOMAIN, text, "--data", str(data), "--model", "random:1", "--objective",
+        "cheapest", "-f", "json", "-o", str(out), "-q",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert json.loads(out.read_text())["request"]["objective"] == "cheapest"
+    bad = run_fllm("plan", DOMAIN, text, "--data", str(data), "--objective", "best")
+    assert bad.code == 2 and "--objective must be one of" in bad.err

@@ -125,6 +125,13 @@ def plan(
     var: list[str] = typer.Option([], "--var", help=VAR_HELP),
     data_file: DataOpt = None,
     constraints_file: ConstraintsOpt = None,
+    objective: str | None = typer.Option(
+        None,
+        "--objective",
+        help="Data domains with an 'objective' request field: 'cheapest' plans the least "
+        "costly trip within every rule (no model asked); without it the request's own words "
+        "decide ('as cheap as possible'), else the model chooses.",
+    ),
     search: str = typer.Option(
         api.DEFAULT_SEARCH,
         "--search",
@@ -142,6 +149,14 @@ def plan(
     fmt = check_format(fmt, FORMATS + DATA_FORMATS)
     data = read_json_arg(data_file) if data_file else None
     given = read_json_arg(constraints_file) if constraints_file else None
+    if objective is not None:
+        if objective not in OBJECTIVES:
+            raise UsageError(
+                f"--objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}"
+            )
+        if given is not None and not isinstance(given, dict):
+            raise UsageError("--constraints: the request's values must be a JSON object")
+        given = {**(given or {}), "objective": None if objective == "choose" else objective}
     moves = renamed(max_moves, max_steps, "--max-moves", "--max-steps", quiet)
     domain = api.load_domain(spec)
     variables = parse_var_options(var)
@@ -298,6 +313,8 @@ def _terminal_export(doc: dict[str, Any], fmt: str) -> str:
 
 
 # -- data-bound plans ---------------------------------------------------------------------------
+
+OBJECTIVES = ("cheapest", "choose")  # --objective of data domains
 
 # Plan formats of data domains: the day list alone, as the TravelPlanner benchmark scores it.
 DATA_FORMATS = ("travelplanner",)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import z3
 
 from fllm_cli.databound.expr import ExprError
-from fllm_cli.databound.spec import Constraint, DataSpec, Slot
+from fllm_cli.databound.spec import Constraint, DataSpec, Slot, clock_minutes
 from fllm_cli.databound.tables import Record
 from fllm_cli.errors import NoPlanError, UsageError
 from fllm_cli.travel.reference import city_key
@@ -546,6 +546,44 @@ class TripModel:
         formulas = [group(var, options) == first for _, _, var, options in items[1:]]
         return f"one kind of {'/'.join(c.slots)}", formulas
 
+    def _c_in_town(self, c: Constraint) -> tuple[str, list[z3.BoolRef]] | None:
+        """A day slot on a travel day only while the traveller is in its city: in the leg's
+        destination if the leg arrives an hour before the slot's hours close, in the origin if
+        it leaves an hour after they open. Legs without times (a drive) constrain nothing."""
+        if not c.times:
+            return None
+        legs = [(j, var, options) for slot, j, var, options in self.vars_of(c.slots)]
+
+        def clock(options: list[tuple[str, Record]], column: str) -> list[int]:
+            return [m if (m := clock_minutes(r[column])) is not None else -1 for _, r in options]
+
+        timed = []
+        for j, var, options in legs:
+            if not options or j is None:
+                continue
+            day: z3.ArithRef | int = 1 if j == 0 else self.days if j == self.k else self.starts[j]
+            dep = self._lookup(var, clock(options, c.departs))
+            arr = self._lookup(var, clock(options, c.arrives))
+            timed.append((day, dep, arr))
+        formulas: list[z3.BoolRef] = []
+        for slot, d, var, options in self.slot_vars:
+            hours = c.times.get(slot.name)
+            if hours is None or d is None or not options:
+                continue
+            where = z3.If(
+                var == NONE, z3.IntVal(-2, self.ctx),
+                self._lookup(var, [self._id(r[slot.city]) for _, r in options]),
+            )  # fmt: skip
+            for day, dep, arr in timed:
+                if isinstance(day, int) and day != d:
+                    continue
+                on = self.travel[d] if isinstance(day, int) else z3.And(day == d, self.travel[d])
+                landed = z3.Or(arr < 0, arr <= hours[1] - 60)
+                before = z3.Or(dep < 0, dep >= hours[0] + 60)
+                formulas.append(z3.Implies(z3.And(on, where == self.day_to[d]), landed))
+                formulas.append(z3.Implies(z3.And(on, where == self.day_from[d]), before))
+        return "in town", formulas
+
     def _c_cover(self, c: Constraint) -> tuple[str, list[z3.BoolRef]] | None:
         wanted = self.request.get(c.request) or []
         if not wanted:
@@ -666,6 +704,16 @@ class TripModel:
 
     def cheapest(self, without: str | None = None) -> int | None:
         """Return the lowest total cost (cents) of a plan meeting the other rules."""
+        found = self._optimum(without)
+        return None if found is None else int(str(found[0].lower(found[1])))
+
+    def cheapest_plan(self) -> z3.ModelRef | None:
+        """A plan of the lowest total cost under every rule (None if none is found within
+        the work bound)."""
+        found = self._optimum(None)
+        return None if found is None else found[0].model()
+
+    def _optimum(self, without: str | None) -> tuple[z3.Optimize, Any] | None:
         opt = z3.Optimize(ctx=self.ctx)
         opt.set("rlimit", CHEAPEST_RLIMIT)
         for a in self.solver.assertions():
@@ -675,7 +723,7 @@ class TripModel:
         handle = opt.minimize(self.total_cost)
         if opt.check() != z3.sat:
             return None
-        return int(str(opt.lower(handle)))
+        return opt, handle
 
 
 def _shown_value(value: Any) -> str:

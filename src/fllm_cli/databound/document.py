@@ -17,7 +17,7 @@ import z3
 
 from fllm_cli.databound.csp import CENTS, NONE, TripModel, place_key
 from fllm_cli.databound.search import Outcome
-from fllm_cli.databound.spec import DataSpec, Slot, Table, fill
+from fllm_cli.databound.spec import DataSpec, Slot, Table, clock_minutes, fill
 from fllm_cli.databound.tables import Record
 
 DASH = "-"
@@ -378,6 +378,8 @@ def _rules(
                                 slot,
                             )
                         )
+        elif c.kind == "in_town":
+            _in_town(spec, c, chosen, plan, bad)
         elif c.kind == "same_kind":
             groups = [{v.lower() for v in g} for g in c.groups]
             kinds = {
@@ -431,3 +433,35 @@ def _rules(
             if isinstance(bound, (int, float)) and total > bound + 1e-9:
                 show = spec.currency(c.at_most).show
                 bad(Violation("budget", f"total {show(total)} exceeds {c.at_most} {show(bound)}"))
+
+
+def _in_town(
+    spec: DataSpec,
+    c: Any,
+    chosen: dict[str, list[tuple[int, tuple[str, Record]]]],
+    plan: list[dict[str, Any]],
+    bad: Any,
+) -> None:
+    """On a travel day, each timed day slot is where the traveller is at its time."""
+    legs = {day: record for day, (_, record) in chosen.get(c.slots[0], [])}
+    for name, (opens, closes) in c.times.items():
+        slot = spec.slots[name]
+        for day, (_, record) in chosen.get(name, []):
+            leg = legs.get(day)
+            city = str(plan[day - 1].get("current_city", "")) if day <= len(plan) else ""
+            if leg is None or not city.lower().startswith("from ") or " to " not in city:
+                continue
+            origin, dest = (place_key(p) for p in city[5:].split(" to ", 1))
+            where = place_key(record[slot.city])
+            dep, arr = clock_minutes(leg[c.departs]), clock_minutes(leg[c.arrives])
+            hours = f"{_clock(opens)}-{_clock(closes)}"
+            if where == dest and arr is not None and arr > closes - 60:
+                bad(Violation("in town", f"in {record[slot.city]} ({hours}), but the "
+                              f"{c.slots[0]} arrives at {_clock(arr)}", day, name))  # fmt: skip
+            elif where == origin and dest != origin and dep is not None and dep < opens + 60:
+                bad(Violation("in town", f"in {record[slot.city]} ({hours}), but the "
+                              f"{c.slots[0]} leaves at {_clock(dep)}", day, name))  # fmt: skip
+
+
+def _clock(minutes: int) -> str:
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"

@@ -74,8 +74,11 @@ class DataPlanner:
         search: tuple[str, ...] = (),
         budgets: Budgets | None = None,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        objective: str | None = None,
     ) -> None:
         self.trip = trip
+        # "cheapest": every decision takes the value of a cheapest whole plan (no model asked)
+        self.objective = objective
         self.task = task
         self.readings = readings
         self.search = search
@@ -91,6 +94,7 @@ class DataPlanner:
         self.spent = 0  # cents of decided items
         self.lookahead_ms: list[float] = []
         self.solution: z3.ModelRef | None = None  # a complete plan under the decisions so far
+        self.target: z3.ModelRef | None = None  # the plan the objective asks for, if any
         self._floor: tuple[str, int] | None = None  # (variable, cost floor of the rest)
 
     # -- the decisions ------------------------------------------------------------------------
@@ -177,6 +181,8 @@ class DataPlanner:
     def run(self) -> Outcome:
         begin = time.perf_counter()
         routed = False
+        if self.objective == "cheapest":
+            self.target = self.trip.cheapest_plan()
         try:
             for decision in self.decisions():
                 if decision.slot is not None and not routed:
@@ -291,6 +297,11 @@ class DataPlanner:
         return self._floor[1] + t.price(name, value) > bound
 
     def _decide(self, decision: Decision) -> None:
+        if self.target is not None:  # the objective decides: a plan of least cost
+            value = self.target.eval(decision.var, True).as_long()
+            self.stats.forced_moves += 1
+            self._take(decision, value, self.target)
+            return
         options, models = self._feasible(decision)
         if not options:
             raise NoPlanError(f"internal error: no feasible value left for {decision.name}")
@@ -299,9 +310,11 @@ class DataPlanner:
             index = 0
         else:
             index = self._ask(decision, options)
-        value = options[index]
+        self._take(decision, options[index], models[options[index]])
+
+    def _take(self, decision: Decision, value: int, solution: z3.ModelRef) -> None:
         self.trip.fix(decision.var, value)
-        self.solution = models[value]
+        self.solution = solution
         self.values[decision.name] = value
         cost = self._cost(decision, value)
         self.spent += cost

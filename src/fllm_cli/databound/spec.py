@@ -152,6 +152,11 @@ class Constraint:
     groups: tuple[tuple[str, ...], ...] = ()
     value: str = ""
     values: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # in_town: the hours each day slot may happen in (minutes after midnight, from and to),
+    # and the leg's time fields
+    times: dict[str, tuple[int, int]] = field(default_factory=dict)
+    departs: str = ""
+    arrives: str = ""
 
     def describe(self) -> str:
         """Return the constraint in a few words (for explanations)."""
@@ -165,6 +170,8 @@ class Constraint:
             return f"{self.slots[0]} {self.column} fits the requested {self.request}"
         if self.kind == "min_nights":
             return f"each {self.slots[0]} kept for its {self.column}"
+        if self.kind == "in_town":
+            return f"{', '.join(self.times)} only while in town (by the {self.slots[0]} times)"
         return f"one kind of {self.slots[0]} ({self.column})"
 
 
@@ -566,7 +573,9 @@ class _SpecReader:
         slots: dict[str, Slot],
     ) -> tuple[Constraint, ...]:
         out: list[Constraint] = []
-        kinds = ("total", "different", "min_nights", "same_kind", "cover", "forbid", "match")
+        kinds = (
+            "total", "different", "min_nights", "same_kind", "cover", "forbid", "match", "in_town",
+        )  # fmt: skip
         for item in self.r.sequence(node, "constraints"):
             body = self.r.mapping(item, "a constraint")
             if body is None:
@@ -591,6 +600,48 @@ class _SpecReader:
                 self.r.error(f"{what}: no slot '{name}'", node.loc if node else None)
         return names
 
+    def in_town(
+        self, body: Node, node: Node, tables: dict[str, Table], slots: dict[str, Slot]
+    ) -> Constraint | None:
+        """``in_town: {slot: LEG, departs: FIELD, arrives: FIELD, at: {SLOT: "HH:MM-HH:MM"}}``:
+        on a travel day a day slot (an hour long, within its hours) is in the leg's origin only
+        if the leg leaves an hour after its hours open, and in the destination only if the leg
+        arrives an hour before they close."""
+        get = Reader.get
+        where = "constraint 'in_town'"
+        legs = self._slot_names(get(body, "slot"), slots, where)
+        if len(legs) != 1 or slots.get(legs[0]) is None or slots[legs[0]].per != "leg":
+            self.r.error(f"{where}: 'slot' must name one slot with per: leg", node.loc)
+            return None
+        departs = self.r.string(get(body, "departs"), "departs", required=True) or ""
+        arrives = self.r.string(get(body, "arrives"), "arrives", required=True) or ""
+        timed = [
+            t
+            for t in slots[legs[0]].tables
+            if t in tables and {departs, arrives} <= set(tables[t].fields)
+        ]
+        if departs and arrives and not timed:  # a table without them has untimed legs
+            self.r.error(f"{where}: no table of '{legs[0]}' has '{departs}' and '{arrives}'",
+                         node.loc)  # fmt: skip
+        times: dict[str, tuple[int, int]] = {}
+        for name, value, loc in self.r.items(self.r.mapping(get(body, "at"), "at")):
+            text = str(value.value if value is not None else "")
+            start, _, end = text.partition("-")
+            hours = (clock_minutes(start), clock_minutes(end))
+            if name not in slots or slots[name].per != "day":
+                self.r.error(f"{where}: at '{name}' is not a slot with per: day", loc)
+            elif hours[0] is None or hours[1] is None or hours[1] - hours[0] < 60:
+                self.r.error(
+                    f"{where}: at '{name}' must be opening hours of an hour or more, such as"
+                    ' "11:30-14:30"',
+                    loc,
+                )
+            else:
+                times[name] = (hours[0], hours[1])
+        return Constraint(
+            "in_town", node.loc, slots=legs, times=times, departs=departs, arrives=arrives
+        )
+
     def constraint(
         self,
         kind: str,
@@ -609,6 +660,8 @@ class _SpecReader:
         req = self.r.string(get(body, "request"), "request") or ""
         if req and req not in request:
             self.r.error(f"{where}: '{req}' is not a request field", node.loc)
+        if kind == "in_town":
+            return self.in_town(body, node, tables, slots)
         if kind == "total":
             bound = self.r.string(get(body, "at_most"), "at_most", required=True) or ""
             if bound not in request:
@@ -658,6 +711,17 @@ class _SpecReader:
             value=self.r.string(get(body, "value"), "value") or "{value}",
             values=values,
         )
+
+
+def clock_minutes(text: Any) -> int | None:
+    """``"15:40"`` as minutes after midnight; None when it is not a time of day."""
+    m = _CLOCK.fullmatch(str(text or "").strip())
+    if not m or int(m.group(1)) > 24 or int(m.group(2)) > 59:
+        return None
+    return int(m.group(1)) * 60 + int(m.group(2))
+
+
+_CLOCK = re.compile(r"(\d{1,2}):(\d{2})")
 
 
 def read_spec(domain: Domain) -> tuple[DataSpec | None, list[Diagnostic]]:

@@ -163,8 +163,11 @@ class DataKind(Kind):
         if trip.check() != z3.sat:
             message, hint = trip.explain()
             raise NoPlanError(message, hint=hint or None)
+        # A request field named 'objective' (read from "as cheap as possible", or given by
+        # --objective) turns the model's choices into a least-cost plan.
+        objective = request.get("objective") if "objective" in spec.request else None
         planner = DataPlanner(
-            trip, meter, task, readings, tuple(domain.prompt_dirs), budgets, on_event
+            trip, meter, task, readings, tuple(domain.prompt_dirs), budgets, on_event, objective
         )
         outcome = planner.run()
         home = str(request.get(spec.trip.home) or "")
