@@ -560,6 +560,8 @@ def report(results: dict[str, Any]) -> str:
                 f">= {QUALITY_GOAL:.2f} both: {'met' if ok else 'NOT MET'}",
             )
         )
+    if results.get("travel"):
+        rows += travel_rows(results["travel"])
     width = max(len(r[0]) for r in rows)
     value_width = max(len(r[1]) for r in rows)
     lines = [f"{'measure':<{width}}  {'figure':<{value_width}}  goal"]
@@ -583,6 +585,52 @@ def bench_plan_quality() -> dict[str, Any]:
     return out
 
 
+TRAVEL_GOALS = {"final_pass": 0.95, "reader": 0.99, "seven_day_s": 10.0, "refusal_s": 5.0}
+
+
+def bench_travel(quick: bool) -> dict[str, Any]:
+    """TravelPlanner on what nobody tuned against (bench/travel_heldout.py): the request reader
+    on 150 held-out requests, 24 new trips end to end with the default model (final pass,
+    refusals), and the time of the benchmark's 7-day trips (default model, no answer cache)."""
+    import travel_heldout
+
+    return {
+        "reader": travel_heldout.reader_part(quiet=True),
+        "trips": travel_heldout.trips_part("local", 1, quiet=True),
+        "long": travel_heldout.long_part("local", 3 if quick else 8),
+    }
+
+
+def travel_rows(travel: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The report's TravelPlanner rows."""
+    g, reader, trips = TRAVEL_GOALS, travel["reader"], travel["trips"]
+    seven = travel["long"]["7_day"]
+    return [
+        (
+            f"TravelPlanner reader, held-out (n={reader['requests']})",
+            f"field accuracy {reader['field_accuracy']:.2%}",
+            f">= {g['reader']:.0%}: {verdict(g['reader'], reader['field_accuracy'] + 1e-9)}",
+        ),
+        (
+            f"TravelPlanner new trips (n={trips['trips']}, embedded default)",
+            f"final pass {trips['final_pass']:.0%} ({trips['feasible_passed']} planned, "
+            f"{trips['impossible_refused']} refused)",
+            f">= {g['final_pass']:.0%}: {verdict(g['final_pass'], trips['final_pass'] + 1e-9)}",
+        ),
+        (
+            "TravelPlanner refusal (impossible trips)",
+            f"median {trips['seconds_median_refusals']:.2f} s",
+            f"<= {g['refusal_s']:g} s: "
+            f"{verdict(trips['seconds_median_refusals'], g['refusal_s'] + 1e-9)}",
+        ),
+        (
+            f"TravelPlanner 7-day trip (n={seven['trips']}, embedded default)",
+            f"median {seven['seconds_median']:.1f} s, max {seven['seconds_max']:.1f} s",
+            f"<= {g['seven_day_s']:g} s: {verdict(seven['seconds_median'], g['seven_day_s'])}",
+        ),
+    ]
+
+
 def main() -> None:
     """Run every benchmark, print the table, write bench/results.json."""
     parser = argparse.ArgumentParser(description="fllm core benchmarks")
@@ -603,6 +651,7 @@ def main() -> None:
             "local_choice": bench_local_choice(),
             "data_lookahead": bench_data_lookahead(args.quick),
             "plan_quality": bench_plan_quality(),
+            "travel": bench_travel(args.quick),
         }
     results["bench_seconds"] = round(time.perf_counter() - begin, 1)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

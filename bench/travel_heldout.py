@@ -14,8 +14,9 @@
   refused (``NoPlanError``, exit 1). ``--repeat N`` plans every trip N times and counts the
   trips whose plan documents differ (they must not).
 
-Needs the TravelPlanner database for ``reader`` (``--database``, default
-``../shared/data/travelplanner/database`` from the repository root). Writes
+The reader's reference data is ``reader_references.jsonl`` (``--rebuild`` makes it again from
+the TravelPlanner database, ``--database``, default ``../shared/data/travelplanner/database``
+beside the repository). Writes
 ``bench/travel_heldout_results.json`` under ``MODEL``.
 """
 
@@ -39,6 +40,8 @@ from fllm_cli.databound.spec import read_spec  # noqa: E402
 from fllm_cli.databound.tables import load_tables  # noqa: E402
 from fllm_cli.domain.load import load_domain  # noqa: E402
 from fllm_cli.errors import FllmError, NoPlanError  # noqa: E402
+from fllm_cli.llm.options import ModelOptions  # noqa: E402
+from fllm_cli.llm.registry import make_model  # noqa: E402
 from fllm_cli.travel import evaluate_plan, load_queries, parse_plan  # noqa: E402
 from fllm_cli.travel.reference import reference_from_json  # noqa: E402
 
@@ -73,24 +76,39 @@ def never_asked(field: Any, options: list[str]) -> int:
     return 0
 
 
-def reader_part(database: Path, quiet: bool) -> dict[str, Any]:
-    from make_set import DB
+READER_REFS = HELDOUT / "reader_references.jsonl"
+KEEP = ("cities", "flights", "flight_searches", "ground_transport")  # what reading needs
+
+
+def build_reader_references(database: Path) -> None:
+    """Write the reference data the reader sees for each request (built from the database by
+    the set's own generator; a state trip gets the state's first cities). Restaurants,
+    attractions and stays are left out: reading never looks at them."""
+    from make_set import DB  # the generator's own database reader
 
     db = DB(database)
-    spec, _ = read_spec(load_domain(DOMAIN))
-    assert spec is not None
-    rows = _jsonl(HELDOUT / "reader_requests.jsonl")
-    right = total = whole = 0
-    wrong_by_field: dict[str, int] = {}
-    for row in rows:
-        want = structured(row)
+    lines = []
+    for row in _jsonl(HELDOUT / "reader_requests.jsonl"):
         if row["visiting_city_number"] == 1:
             cities = [row["dest"]]
         else:
             cities = db.states[row["dest"]][: row["visiting_city_number"]]
         legs = [row["date"][0]] * len(cities) + [row["date"][-1]]
         ref = db.reference(row["idx"], row["org"], cities, legs)
-        tables = load_tables(spec, ref, "reference")
+        lines.append(json.dumps({"idx": row["idx"], **{k: ref[k] for k in KEEP}}))
+    READER_REFS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def reader_part(quiet: bool) -> dict[str, Any]:
+    spec, _ = read_spec(load_domain(DOMAIN))
+    assert spec is not None
+    rows = _jsonl(HELDOUT / "reader_requests.jsonl")
+    refs = {r["idx"]: r for r in _jsonl(READER_REFS)}
+    right = total = whole = 0
+    wrong_by_field: dict[str, int] = {}
+    for row in rows:
+        want = structured(row)
+        tables = load_tables(spec, refs[row["idx"]], "reference")
         got = values_of(RequestReader(spec, tables, never_asked).read(row["query"]))
         bad = [k for k in FIELDS if not _same(k, got.get(k), want[k])]
         right += len(FIELDS) - len(bad)
@@ -114,7 +132,11 @@ def trips_part(model: str, repeat: int, quiet: bool) -> dict[str, Any]:
     refs = {r["idx"]: r for r in _jsonl(HELDOUT / "trips_reference.jsonl")}
     queries = {q.idx: q for q in load_queries(HELDOUT / "trips.jsonl")}
     passed = refused_right = misread = changed = 0
+    # one model for every trip, as a user's runs would each load one; no answer cache, so
+    # the times are what a first run takes
+    backend = make_model(model, ModelOptions(cache=False))
     seconds: list[float] = []
+    refusal_seconds: list[float] = []
     failures: list[str] = []
     refusals: dict[str, list[str]] = {}
     for row in rows:
@@ -123,7 +145,7 @@ def trips_part(model: str, repeat: int, quiet: bool) -> dict[str, Any]:
         for _ in range(repeat):
             start = time.perf_counter()
             try:
-                result = api.plan_task(DOMAIN, row["query"], model, data=refs[idx])
+                result = api.plan_task(DOMAIN, row["query"], backend, data=refs[idx])
                 doc = result.document
                 outcome = json.dumps(doc["plan"], sort_keys=True)
             except NoPlanError as exc:
@@ -131,6 +153,8 @@ def trips_part(model: str, repeat: int, quiet: bool) -> dict[str, Any]:
             except FllmError as exc:
                 doc, outcome = None, f"error {exc.exit_code}: {exc.message}"
             seconds.append(time.perf_counter() - start)
+            if not row["feasible"]:
+                refusal_seconds.append(seconds[-1])
             outputs.append(outcome)
         changed += len(set(outputs)) > 1
         if not row["feasible"]:
@@ -165,27 +189,63 @@ def trips_part(model: str, repeat: int, quiet: bool) -> dict[str, Any]:
         "feasible_misread": misread,
         "plans_that_changed_between_runs": changed if repeat > 1 else None,
         "seconds_median": round(statistics.median(seconds), 2),
+        "seconds_median_refusals": round(statistics.median(refusal_seconds), 2),
         "seconds_max": round(max(seconds), 2),
         "refusals": refusals,
     }
 
 
+def long_part(model: str, limit: int | None) -> dict[str, Any]:
+    """Planning time of the benchmark's 5- and 7-day trips (training queries: the held-out
+    trips are 3-day), default model, no answer cache."""
+    data = ROOT / "tests" / "data" / "travelplanner"
+    queries = _jsonl(data / "queries.jsonl")
+    refs = _jsonl(data / "reference_info.jsonl")
+    backend = make_model(model, ModelOptions(cache=False))
+    out: dict[str, Any] = {}
+    for days in (5, 7):
+        picked = [(q, r) for q, r in zip(queries, refs) if q["days"] == days][:limit]
+        seconds = []
+        for q, r in picked:
+            start = time.perf_counter()
+            try:
+                api.plan_task(DOMAIN, q["query"], backend, data=r)
+            except FllmError as exc:
+                print(f"query {q['idx']}: {exc.message}", file=sys.stderr)
+            seconds.append(time.perf_counter() - start)
+        out[f"{days}_day"] = {
+            "trips": len(picked),
+            "seconds_median": round(statistics.median(seconds), 2),
+            "seconds_max": round(max(seconds), 2),
+        }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--part", choices=["reader", "trips", "both"], default="both")
+    parser.add_argument("--part", choices=["reader", "trips", "long", "both"], default="both")
+    parser.add_argument("--limit", type=int, default=None, help="long: trips of each length")
     parser.add_argument("--model", default="local")
     parser.add_argument("--repeat", type=int, default=1)
     shared = ROOT.parent / "shared" / "data" / "travelplanner" / "database"
     parser.add_argument("--database", type=Path, default=shared)
+    parser.add_argument(
+        "--rebuild", action="store_true", help="rebuild reader_references.jsonl (--database)"
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
     report: dict[str, Any] = {}
     if args.part in ("reader", "both"):
-        report["reader"] = reader_part(args.database, args.quiet)
+        if args.rebuild:
+            build_reader_references(args.database)
+        report["reader"] = reader_part(args.quiet)
         print(json.dumps(report["reader"], indent=2), flush=True)
     if args.part in ("trips", "both"):
         report["trips"] = trips_part(args.model, args.repeat, args.quiet)
         print(json.dumps(report["trips"], indent=2))
+    if args.part == "long":
+        report["long"] = long_part(args.model, args.limit)
+        print(json.dumps(report["long"], indent=2))
     out = ROOT / "bench" / "travel_heldout_results.json"
     saved = json.loads(out.read_text()) if out.exists() else {}
     saved.setdefault(args.model, {}).update(report)

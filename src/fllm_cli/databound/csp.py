@@ -564,7 +564,7 @@ class TripModel:
             day: z3.ArithRef | int = 1 if j == 0 else self.days if j == self.k else self.starts[j]
             dep = self._lookup(var, clock(options, c.departs))
             arr = self._lookup(var, clock(options, c.arrives))
-            timed.append((day, dep, arr))
+            timed.append((day, dep, arr, str(var)))
         formulas: list[z3.BoolRef] = []
         for slot, d, var, options in self.slot_vars:
             hours = c.times.get(slot.name)
@@ -574,7 +574,7 @@ class TripModel:
                 var == NONE, z3.IntVal(-2, self.ctx),
                 self._lookup(var, [self._id(r[slot.city]) for _, r in options]),
             )  # fmt: skip
-            for day, dep, arr in timed:
+            for day, dep, arr, leg in timed:
                 if isinstance(day, int) and day != d:
                     continue
                 on = self.travel[d] if isinstance(day, int) else z3.And(day == d, self.travel[d])
@@ -582,6 +582,9 @@ class TripModel:
                 before = z3.Or(dep < 0, dep >= hours[0] + 60)
                 formulas.append(z3.Implies(z3.And(on, where == self.day_to[d]), landed))
                 formulas.append(z3.Implies(z3.And(on, where == self.day_from[d]), before))
+                for f in formulas[-2:]:  # the slot and the leg take part (walking these
+                    # long formulas for their constants costs seconds on a 7-day trip)
+                    self.formula_vars[f.get_id()] = {str(var), leg}
         return "in town", formulas
 
     def _c_cover(self, c: Constraint) -> tuple[str, list[z3.BoolRef]] | None:
