@@ -1,5 +1,7 @@
 ; ReAct (Yao et al.), as in Figures 3 and 9 of the spec paper, plus two content constraints:
-; Action must name one of the available tools and Answer is free text.
+; Action must name one of the available tools, and the Answer is grounded: words copied from
+; the last Observation (a number the calculator returned, a span of a page), so an answer the
+; observations do not support is never written.
 (define react-agent
   (:states
     (Thought (:text "Thought:"))
@@ -7,7 +9,7 @@
     (Action-Input (:text "Action Input:"))
     (Observation (:text "Observation:") (:flags :env-input))
     (Final-Thought (:text "Final Thought:"))
-    (Answer (:text "Answer:"))
+    (Answer (:text "Answer:") (:language observed-span))
   )
   (:behavior
     (next

@@ -16,7 +16,7 @@ import yaml
 from tests.conftest import ROOT, run_fllm
 from tests.solve.scripts import DEFINITION, FORMULATION, MC, assessment, code, formatted
 
-REACT = str(ROOT / "domains" / "agents" / "react.sexp")
+REACT = str(ROOT / "tests" / "ltl" / "data" / "react_free_answer.sexp")  # a free-text answer
 OPENAGI = str(ROOT / "domains" / "openagi.yaml")
 COFFEE = str(ROOT / "domains" / "problems" / "coffee.yaml")
 

@@ -66,8 +66,13 @@ def test_agent_transcript_round_trips_through_check_trace(
         "--format",
         "transcript",
     )
-    # The random model writes no answer: the transcript is still printed, and the exit says so.
-    assert code == 1 and out.startswith("Question: What is 2+2?\nThought:")
+    # The random chooser writes no text of its own: the calculator's input and the grounded
+    # answer are built in their languages by its choices, so the run finishes with an answer
+    # taken from the last observation.
+    assert code == 0 and out.startswith("Question: What is 2+2?\nThought:")
+    observed = [x for x in out.splitlines() if x.startswith("Observation:")][-1]
+    answer = [x for x in out.splitlines() if x.startswith("Answer:")][-1]
+    assert answer.removeprefix("Answer:").strip() in observed
     f = tmp_path / "run.txt"
     f.write_text(out)
     code, out, _ = fllm_inproc("check-trace", REACT, str(f))
@@ -195,7 +200,7 @@ def test_check_trace_names_a_step_outside_its_language(tmp_path: Path, fllm_inpr
     f = tmp_path / "t.txt"
     f.write_text(
         "Question: q\nThought: t\nAction: calculator\nAction Input: 17% of 240\n"
-        "Observation: x\nFinal Thought: f\nAnswer: 40.8\n"
+        "Observation: 40.8\nFinal Thought: f\nAnswer: 40.8\n"
     )
     code, out, _ = fllm_inproc("check-trace", REACT, str(f), "--tools", "calculator")
     assert code == 1

@@ -294,7 +294,7 @@ def test_a_reply_outside_the_language_is_asked_again_with_the_error() -> None:
         tag = last_tag(prompt)
         if tag == "Action Input:":
             return next(replies)
-        return {"Thought:": "Compute.", "Final Thought:": "Done."}.get(tag, "The answer is 52.8")
+        return {"Thought:": "Compute.", "Final Thought:": "Done."}.get(tag, "52.8")
 
     model = BehaviourModel(reply)
     budget = Budget(20, 1)
@@ -305,29 +305,46 @@ def test_a_reply_outside_the_language_is_asked_again_with_the_error() -> None:
     retry = next(p for p in model.prompts if "was rejected" in p)
     assert "'17% of 240, plus 12'" in retry and "arithmetic expression" in retry
     assert retry.rstrip().endswith("Action Input:")
-    assert run.answer == "The answer is 52.8"  # no --answer: the answer is free text
+    assert run.answer == "52.8"  # react.sexp's answer is grounded: copied from the observation
     assert_valid(REACT, run, budget, ("calculator",))
 
 
-def test_a_reply_that_never_parses_closes_the_run_by_the_shortest_path() -> None:
+def test_a_reply_that_never_parses_is_built_in_its_language_by_choices() -> None:
     def reply(prompt: str) -> str:
         if is_choice(prompt):
-            return "1"
+            return "2" if "(more)" in prompt else "1"
         return "fifty-two point eight" if last_tag(prompt) == "Answer:" else "0.5 * 2"
 
     budget = Budget(30, 2, content_retries=3)
     model = BehaviourModel(reply)
     run = run_agent(REACT, "q", model, AgentOptions(budget=budget, answer="number"))
     answer = run.steps[-1]
-    assert answer.state == "Answer" and answer.text == "" and answer.source == "forced"
-    assert run.answer is None and run.reached_final
+    assert answer.state == "Answer" and answer.source == "built"
+    assert re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", answer.text)  # a number, built by choices
+    assert run.answer == answer.text and run.reached_final
     assert run.stats.content_rejects == 4 and run.stats.content_retries == 3
-    assert run.stats.content_failures == 1
-    assert any("replies outside number; closing the run" in n for n in answer.notes)
+    assert run.stats.content_built == 1 and run.stats.content_failures == 0
+    assert any("built the text in the language by choices" in n for n in answer.notes)
     assert_valid(REACT, run, budget, ("calculator",), answer="number")
 
 
-def test_closing_on_a_bad_tool_input_never_runs_the_tool_on_it() -> None:
+def test_an_answer_the_observations_do_not_support_is_never_written() -> None:
+    """react.sexp's answer is observed-span: with an observation the model's reply is not in
+    it is rejected; with no observation at all nothing can be written, and the run says so."""
+
+    def reply(prompt: str) -> str:
+        if is_choice(prompt):
+            return "1"
+        return "Paris" if last_tag(prompt) == "Answer:" else "1 + 1"
+
+    budget = Budget(30, 1, content_retries=1)
+    run = run_agent(REACT, "q", BehaviourModel(reply), AgentOptions(budget=budget))
+    observation = [s.text for s in run.steps if s.state == "Observation"][-1]
+    assert run.answer is not None and run.answer in observation and run.answer != "Paris"
+    assert_valid(REACT, run, budget, ("calculator",))
+
+
+def test_a_bad_tool_input_never_reaches_the_tool() -> None:
     def reply(prompt: str) -> str:
         if is_choice(prompt):
             return "1"
@@ -336,9 +353,11 @@ def test_closing_on_a_bad_tool_input_never_runs_the_tool_on_it() -> None:
     budget = Budget(30, 3, content_retries=0)
     run = run_agent(REACT, "q", BehaviourModel(reply), AgentOptions(budget=budget))
     states = [s.state for s in run.steps]
-    assert states == ["Thought", "Action", "Action-Input", "Observation", "Final-Thought", "Answer"]
-    assert run.steps[2].text == "" and "no input" in run.steps[3].text
-    assert run.stats.content_failures == 1
+    assert states[:4] == ["Thought", "Action", "Action-Input", "Observation"]
+    built = run.steps[2]
+    assert built.source == "built" and built.text != "I will compute 17% of 240."
+    assert "error" not in run.steps[3].text.lower()  # the calculator got an expression
+    assert run.stats.content_built >= 1
     assert_valid(REACT, run, budget, ("calculator",))
 
 

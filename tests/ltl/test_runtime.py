@@ -11,11 +11,12 @@ from hypothesis import strategies as st
 from fllm_cli.llm.simple import RandomModel, ScriptedModel
 from fllm_cli.ltl.api import AgentOptions, answer_language, load_agent, run_agent
 from fllm_cli.ltl.languages import content_rules
-from fllm_cli.ltl.runtime import AgentRun, Budget, transcript
+from fllm_cli.ltl.output import bare_transcript, to_json
+from fllm_cli.ltl.runtime import AgentRun, Budget
 from fllm_cli.ltl.tools import builtin_input_languages
 from fllm_cli.ltl.trace import check_transcript
 
-from .models import BehaviourModel, is_choice, last_tag
+from .models import BehaviourModel, RandomTextModel, is_choice, last_tag
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTS = ROOT / "domains" / "agents"
@@ -31,13 +32,19 @@ def assert_valid(
     tools: tuple[str, ...] | None = None,
     answer: str | None = None,
 ) -> None:
-    """The transcript passes check-trace (content languages included), ends in the final
-    state, and fits the budget."""
+    """The transcript fllm writes passes check-trace (content languages included) as one
+    example that reads back every step's text exactly, ends in the final state, and fits the
+    budget."""
     spec, dfa = load_agent(path)
     rules = content_rules(spec, builtin_input_languages(tools or ()), answer_language(answer))
-    text = transcript(run.steps)
-    results = check_transcript(spec, dfa, text, split=None, tools=tools, rules=rules)
+    text = bare_transcript(run)
+    results = check_transcript(spec, dfa, text, tools=tools, rules=rules)
+    assert len(results) == 1, f"the transcript reads as {len(results)} examples"
     assert results[0].ok, results[0].violation
+    assert [(s.state, s.text) for s in results[0].segments] == [
+        (s.state, s.text.strip()) for s in run.steps
+    ]
+    assert to_json(run)["transcript"] == text
     assert run.reached_final
     assert run.steps[-1].state == spec.final
     assert len(run.steps) <= budget.max_steps
@@ -266,6 +273,39 @@ def test_random_models_always_yield_valid_runs(
     assert_valid(str(path), run, budget, ("calculator", "search", "lookup"))
 
 
+HOSTILE = (
+    "Thought:", "Action:", "Action Input:", "Observation: forged", "Final Thought:",
+    "Answer: 42", "Claim:", "\n\nQuestion: What next?", "\nQuestion: q2", "Question:",
+    "\n\n", "\\Thought:", "\\\\Answer:", "\x1b[2J\x1b[31m", "\u2028Answer: 9",
+    "\u2029Thought: x", "\r\nAction: calculator", "Reflection:", "Response:", "User:",
+    "SUPPORTS", "52.8", "1 + 2", "  ", "yes",
+)  # fmt: skip
+
+
+class HostileTextModel(RandomTextModel):
+    """Replies built from the spec's keywords, example breaks, escapes, terminal controls and
+    Unicode line separators; random choices."""
+
+    PIECES = HOSTILE
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(SPECS), st.integers(0, 10_000), st.sampled_from(["q", *HOSTILE[:10]]))
+def test_hostile_model_text_round_trips_through_check_trace(
+    path: Path, seed: int, question: str
+) -> None:
+    """Whatever the model writes and however the question reads, the transcript fllm writes is
+    one example that check-trace accepts and reads back step by step (assert_valid)."""
+    budget = Budget(max_steps=30, max_loops=2)
+    users = iter(["Thought: hi", "\n\nQuestion: again", None])
+    options = AgentOptions(tools=("calculator", "search", "lookup"), corpus=CORPUS, budget=budget)
+    run = run_agent(
+        str(path), question, HostileTextModel(seed), options,
+        read_user=lambda tag: next(users, None),
+    )  # fmt: skip
+    assert_valid(str(path), run, budget, ("calculator", "search", "lookup"))
+
+
 @pytest.mark.parametrize("spec", [REACT, ABLATED, str(AGENTS / "reflexion.sexp")], ids=Path)
 def test_a_full_context_window_closes_the_run_validly(spec: str) -> None:
     """When the prompt outgrows the model's context, the run ends validly instead of failing."""
@@ -287,3 +327,27 @@ def test_a_full_context_window_closes_the_run_validly(spec: str) -> None:
     assert_valid(spec, run, budget, ("search", "lookup"))
     assert run.stats.budget_hit == "context window"
     assert calls["n"] == 4  # no model call after the overflow
+
+
+KEYWORDS = ("Thought:", "Final Thought:", "Action:", "Action Input:", "Answer:", "Observation:")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [*KEYWORDS, "Question:", "Claim:", "\\", " ", "\n", "\u2028", "x", "Final"]
+        ),
+        max_size=12,
+    )
+)
+def test_escaped_text_reads_back_and_hides_every_keyword(pieces: list[str]) -> None:
+    from fllm_cli.ltl.trace import SPLIT_WORDS, escape_text, unescape_text
+
+    text = "".join(pieces)
+    escaped = escape_text(text, KEYWORDS)
+    assert unescape_text(escaped, KEYWORDS) == text
+    for word in (*KEYWORDS, *SPLIT_WORDS):  # nothing a reader would take for a tag or a break
+        for at in range(len(escaped)):
+            if escaped.startswith(word, at):
+                assert at > 0 and not escaped[at - 1].isspace(), (word, escaped)

@@ -8,10 +8,11 @@ ask :meth:`ContentRules.language_for`, so they agree on every step.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fllm_cli.content import Language
+from fllm_cli.content import OBSERVED, Alt, Language, Lit, Node
 from fllm_cli.errors import UsageError
 from fllm_cli.ltl.spec import AgentSpec
 
@@ -44,7 +45,10 @@ class ContentRules:
     ) -> Language | None:
         """Return the language of ``state``; ``before`` is the (state, text) pairs so far."""
         if state in self.states:
-            return self.states[state]
+            language = self.states[state]
+            if language.kind == "name" and language.source in OBSERVED:
+                return grounded(spec, language, before)
+            return language
         decl = spec.state(state)
         if decl.text.strip().lower() != "action input:" or not self.tools:
             return None
@@ -55,6 +59,34 @@ class ContentRules:
             if prior.text.strip().lower() == "action:":
                 return self.tools.get(tool_name(text))
         return None
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w]|\.\d)")
+_WORDS = re.compile(r"\S+")
+MAX_SPAN_WORDS = 8
+MAX_CANDIDATES = 400
+
+
+def grounded(spec: AgentSpec, language: Language, before: Sequence[tuple[str, str]]) -> Language:
+    """The answer language taken from the last observation: its numbers (``observed-number``)
+    or its runs of up to 8 words (``observed-span``, a trailing period or comma dropped). With
+    no observation, or nothing in it, no text belongs to it: an answer the observations do not
+    support is never written."""
+    last = next((t for n, t in reversed(before) if spec.state(n).env_input), "")
+    if language.source == "observed-number":
+        found = [m.group(0) for m in _NUMBER.finditer(last)]
+    else:
+        words = _WORDS.findall(last)
+        found = [
+            " ".join(words[i : i + n]).rstrip(".,;:")
+            for n in range(1, MAX_SPAN_WORDS + 1)
+            for i in range(len(words) - n + 1)
+        ]
+    values = list(dict.fromkeys(v for v in found if v))[:MAX_CANDIDATES]
+    rules: dict[str, Node] = {"root": Alt(tuple(Lit(v) for v in values))}
+    shown = ", ".join(values[:4]) + (", ..." if len(values) > 4 else "")
+    described = f"{language.description} ({shown})" if values else language.description
+    return Language("name", language.source, rules, described)
 
 
 def content_rules(

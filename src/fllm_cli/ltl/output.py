@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fllm_cli.ltl.runtime import AgentRun, transcript
+from fllm_cli.ltl.trace import escape_text
 
 
 def stats_dict(run: AgentRun) -> dict[str, Any]:
@@ -26,7 +27,8 @@ def stats_line(run: AgentRun) -> str:
     if s.content_rejects:
         parts.append(
             f"{s.content_rejects} replies outside their language "
-            f"({s.content_retries} asked again, {s.content_failures} closed)"
+            f"({s.content_retries} asked again, {s.content_built} built by choices, "
+            f"{s.content_failures} closed)"
         )
     if s.budget_hit:
         parts.append(f"budget hit: {s.budget_hit}")
@@ -52,12 +54,12 @@ def to_json(run: AgentRun) -> dict[str, Any]:
             }
             for st in run.steps
         ],
-        "transcript": transcript(run.steps),
+        "transcript": bare_transcript(run),  # the same text --format transcript writes
         "stats": stats_dict(run),
     }
 
 
 def bare_transcript(run: AgentRun) -> str:
     """Return the question line and the transcript in the spec's own tags."""
-    head = f"Question: {run.question}\n" if run.question else ""
-    return head + transcript(run.steps) + "\n"
+    head = f"Question: {escape_text(run.question, run.tags)}\n" if run.question else ""
+    return head + transcript(run.steps, run.tags) + "\n"

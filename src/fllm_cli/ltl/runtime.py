@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fllm_cli.content import Language
+from fllm_cli.content import Language, LanguageError
 from fllm_cli.errors import BudgetExceeded, ContextOverflow, TimeBudgetExceeded, UsageError
 from fllm_cli.llm.base import ChoiceRequest, GenerateRequest, Model
 from fllm_cli.llm.meter import ModelStats, RunMeter
@@ -29,7 +29,7 @@ from fllm_cli.ltl.automaton import Automaton
 from fllm_cli.ltl.environment import Environment
 from fllm_cli.ltl.languages import ContentRules
 from fllm_cli.ltl.spec import AgentSpec, StateDecl
-from fllm_cli.ltl.trace import TagMatcher
+from fllm_cli.ltl.trace import SPLIT_WORDS, TagMatcher, escape_text
 from fllm_cli.prompts import render
 
 MAX_STATE_CHARS = 4000
@@ -74,8 +74,12 @@ class RunStats(ModelStats):
     content_rejects: int = 0  # replies outside their state's language
     content_retries: int = 0  # of which were asked again
     content_failures: int = 0  # states closed because no reply parsed
+    content_built: int = 0  # states whose text was built in their language by choices
     budget_hit: str | None = None
     seconds: float = 0.0
+
+
+_EXAMPLE_BREAK = re.compile(r"(?m)^[ \t]*(?:" + "|".join(re.escape(w) for w in SPLIT_WORDS) + ")")
 
 
 @dataclass
@@ -90,6 +94,10 @@ class AgentRun:
     ended_by: str
     stats: RunStats
     header: str = ""
+    tags: tuple[str, ...] = ()  # the spec's tags: what a written transcript escapes
+
+
+BUILD_BUDGET = 24  # characters a built text may run past its shortest completion
 
 
 class Observer:
@@ -111,9 +119,12 @@ def render_step(step: Step) -> str:
     return f"{step.tag}{sep}{step.text}"
 
 
-def transcript(steps: list[Step]) -> str:
-    """Return the bare transcript in the spec's own tags."""
-    return "\n".join(render_step(s) for s in steps)
+def transcript(steps: list[Step], tags: tuple[str, ...] = ()) -> str:
+    """Return the bare transcript in the spec's own tags; with ``tags``, every text is escaped
+    (:func:`~fllm_cli.ltl.trace.escape_text`) so ``check-trace`` reads back the same run."""
+    if not tags:
+        return "\n".join(render_step(s) for s in steps)
+    return "\n".join(render_step(Step(s.state, s.tag, escape_text(s.text, tags))) for s in steps)
 
 
 def extract_answer(spec: AgentSpec, steps: list[Step]) -> str | None:
@@ -197,7 +208,15 @@ class AgentRunner:
             ended_by = "environment (before the final state)"
         answer = extract_answer(self.spec, self.steps)
         return AgentRun(
-            self.spec.name, question, self.steps, answer, reached, ended_by, self.stats, self.header
+            self.spec.name,
+            question,
+            self.steps,
+            answer,
+            reached,
+            ended_by,
+            self.stats,
+            self.header,
+            self.matcher.tags,
         )
 
     def _may_stop(self, proposed: str | None) -> bool:
@@ -359,6 +378,8 @@ class AgentRunner:
                 break
             attempt += 1
             self.stats.content_retries += 1
+        if self._build(step, language, attempt + 1, problem):
+            return None
         # Nothing written parses: close the run by the shortest valid path.
         self.stats.content_failures += 1
         self.closing = True
@@ -369,6 +390,31 @@ class AgentRunner:
         step.source = "forced"
         step.text = ""
         return None
+
+    def _build(self, step: Step, language: Language, replies: int, problem: str | None) -> bool:
+        """No reply parses: build the text inside the language, the model choosing at each
+        open point (a character, an alternative, one more repetition) and the shortest
+        completion taken as the length budget runs out. Every chooser finishes this way, the
+        random one included. Returns False when the language has no text to build."""
+
+        def pick(so_far: str, options: tuple[str, ...]) -> int:
+            step.text = so_far  # the context shows what is built so far
+            return self._choose(options, "agent-build", "choose_content.j2")
+
+        try:
+            text = language.build(pick, BUILD_BUDGET)
+        except LanguageError:
+            return False
+        if language.check(text) is not None:  # never present a text outside its language
+            return False
+        step.text = text
+        step.source = "built"
+        step.notes.append(
+            f"{replies} replies outside {language.label} (last: {problem}); built the text in"
+            " the language by choices"
+        )
+        self.stats.content_built += 1
+        return True
 
     def _generate(self, step: Step, language: Language | None, problem: str | None) -> str | None:
         """Ask the model for the state's text (again, with the error, when ``problem``)."""
@@ -438,6 +484,10 @@ class AgentRunner:
         notes: list[str] = []
         proposed: str | None
         found = self.matcher.first(raw)
+        brk = _EXAMPLE_BREAK.search(raw)  # "\n\nQuestion: ..." starts another example
+        if brk is not None and (found is None or brk.start() < found[0]):
+            notes.append(f"ignored {len(raw[brk.start() :].strip())} characters from a new example")
+            raw, found = raw[: brk.start()], None
         if found is not None:
             begin, end, state = found
             if raw[end:].strip():

@@ -16,6 +16,34 @@ from fllm_cli.ltl.languages import ContentRules
 from fllm_cli.ltl.spec import AgentSpec
 
 DEFAULT_SPLIT = r"^(Question|Claim):"
+SPLIT_WORDS = ("Question:", "Claim:")  # what DEFAULT_SPLIT starts an example with
+
+
+def _words_pattern(tags: tuple[str, ...], escaped: bool) -> re.Pattern[str]:
+    """Where a keyword starts after whitespace (behind any backslashes). Zero-width after the
+    backslashes, so overlapping keywords each get theirs ("Final Thought:" holds "Thought:"),
+    and blind to backslashes after a keyword's inner spaces, so escaping the inner one does not
+    hide the outer one: which positions qualify is the same before and after escaping."""
+    words = sorted({*(t.strip() for t in tags), *SPLIT_WORDS}, key=len, reverse=True)
+    alts = "|".join(r" \\*".join(re.escape(p) for p in w.split(" ")) for w in words if w)
+    lead = r"\\(\\*)" if escaped else r"(\\*)"
+    return re.compile(r"(?<!\S)" + lead + "(?=" + alts + ")")
+
+
+def escape_text(text: str, tags: tuple[str, ...]) -> str:
+    """Write ``text`` so that no tag or example break can be read in it: a backslash goes
+    before every tag, "Question:" or "Claim:" that follows whitespace (and before backslashes
+    already there), so ``check-trace`` reads back exactly the text the run had."""
+    if not text:
+        return text
+    return _words_pattern(tags, False).sub(lambda m: "\\" + m.group(1), text)
+
+
+def unescape_text(text: str, tags: tuple[str, ...]) -> str:
+    """Undo :func:`escape_text`."""
+    if "\\" not in text:
+        return text
+    return _words_pattern(tags, True).sub(lambda m: m.group(1), text)
 
 
 @dataclass(frozen=True)
@@ -56,6 +84,7 @@ class TagMatcher:
     def __init__(self, spec: AgentSpec) -> None:
         by_tag = {s.text.strip(): s.name for s in spec.states}
         self.state_of = by_tag
+        self.tags = tuple(by_tag)
         ordered = sorted(by_tag, key=len, reverse=True)
         self.pattern = re.compile(r"(?<!\S)(" + "|".join(re.escape(t) for t in ordered) + r")")
 
@@ -75,7 +104,7 @@ class TagMatcher:
         for i, match in enumerate(matches):
             end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
             line = first_line + text.count("\n", 0, match.start())
-            body = text[match.end() : end].strip()
+            body = unescape_text(text[match.end() : end].strip(), self.tags)
             segments.append(Segment(self.state_of[match.group(1)], body, line))
         return text[: matches[0].start()], segments
 
