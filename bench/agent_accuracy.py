@@ -51,9 +51,11 @@ def right(answer: str | None, gold: str) -> bool:
         return a.lower() == g.lower()
 
 
-def measure(model_name: str, spec: Path, limit: int | None, loops: int) -> dict[str, Any]:
+def measure(
+    model_name: str, spec: Path, limit: int | None, loops: int, every: int = 1
+) -> dict[str, Any]:
     rows = [json.loads(x) for x in (SET / "questions.jsonl").read_text().splitlines() if x]
-    rows = rows[:limit] if limit else rows
+    rows = rows[::every][:limit] if limit else rows[::every]
     model = make_model(model_name, ModelOptions(cache=False))
     agent, automaton = load_agent(str(spec))
     ok = ungrounded = rejected = failed = 0
@@ -105,9 +107,10 @@ def main() -> None:
     parser.add_argument("--model", default="local")
     parser.add_argument("--spec", type=Path, default=SPEC)
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--every", type=int, default=1, help="every k-th question (a sample)")
     parser.add_argument("--max-loops", type=int, default=3)
     args = parser.parse_args()
-    report = measure(args.model, args.spec, args.limit, args.max_loops)
+    report = measure(args.model, args.spec, args.limit, args.max_loops, args.every)
     print(json.dumps(report, indent=2))
     out = ROOT / "bench" / "agent_accuracy_results.json"
     saved = json.loads(out.read_text()) if out.exists() else {}

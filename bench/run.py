@@ -562,6 +562,8 @@ def report(results: dict[str, Any]) -> str:
         )
     if results.get("travel"):
         rows += travel_rows(results["travel"])
+    if results.get("agent"):
+        rows += agent_rows(results["agent"])
     width = max(len(r[0]) for r in rows)
     value_width = max(len(r[1]) for r in rows)
     lines = [f"{'measure':<{width}}  {'figure':<{value_width}}  goal"]
@@ -583,6 +585,54 @@ def bench_plan_quality() -> dict[str, Any]:
         if name != "openagi-train":
             out[name] = plan_quality.measure(domain, rows, model, api.DEFAULT_SEARCH, True)
     return out
+
+
+AGENT_EXAMPLE_GOAL_S = 15.0
+
+
+def bench_agent(quick: bool) -> dict[str, Any]:
+    """The README's agent example (embedded model, time) and the ReAct agent on a third of the
+    held-out questions of bench/heldout/agent (bench/agent_accuracy.py): answers right,
+    answers not in the last observation (must be 0), transcripts check-trace rejects (0)."""
+    import agent_accuracy
+
+    command = [
+        str(ROOT / ".venv" / "bin" / "fllm"), "agent", str(ROOT / "domains/agents/react.sexp"),
+        "What is 17% of 240, plus 12?", "--tools", "calculator", "--max-loops", "3",
+        "--format", "transcript", "--no-cache",
+    ]  # fmt: skip
+    start = time.perf_counter()
+    subprocess.run(command, capture_output=True, check=False, timeout=600)
+    example = time.perf_counter() - start
+    every = 6 if quick else 3
+    return {
+        "example_seconds": round(example, 1),
+        "accuracy": agent_accuracy.measure("local", agent_accuracy.SPEC, None, 3, every),
+    }
+
+
+def agent_rows(agent: dict[str, Any]) -> list[tuple[str, str, str]]:
+    acc = agent["accuracy"]
+    return [
+        (
+            "README agent example (embedded model)",
+            f"{agent['example_seconds']:.1f} s",
+            f"<= {AGENT_EXAMPLE_GOAL_S:g} s: "
+            f"{verdict(agent['example_seconds'], AGENT_EXAMPLE_GOAL_S + 1e-9)}",
+        ),
+        (
+            f"ReAct agent, held-out questions (n={acc['questions']}, embedded)",
+            f"{acc['right']} right, {acc['answers_not_in_last_observation']} ungrounded, "
+            f"{acc['transcripts_check_trace_rejects']} rejected, {acc['seconds_median']:.0f} s",
+            "0 ungrounded, 0 rejected: "
+            + (
+                "ok"
+                if not acc["answers_not_in_last_observation"]
+                and not acc["transcripts_check_trace_rejects"]
+                else "MISSED"
+            ),
+        ),
+    ]
 
 
 TRAVEL_GOALS = {"final_pass": 0.95, "reader": 0.99, "seven_day_s": 10.0, "refusal_s": 5.0}
@@ -652,6 +702,7 @@ def main() -> None:
             "data_lookahead": bench_data_lookahead(args.quick),
             "plan_quality": bench_plan_quality(),
             "travel": bench_travel(args.quick),
+            "agent": bench_agent(args.quick),
         }
     results["bench_seconds"] = round(time.perf_counter() - begin, 1)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -33,6 +33,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench" / "heldout" / "travel"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from travelplanner_reworded import structured  # noqa: E402  (the query's fields, named as the domain's)
 
 from fllm_cli import api  # noqa: E402
 from fllm_cli.databound.request import RequestReader, values_of  # noqa: E402
@@ -53,16 +56,6 @@ FIELDS = ("org", "dest", "days", "dates", "people_number", "budget", "house_rule
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-
-
-def structured(raw: dict[str, Any]) -> dict[str, Any]:
-    lc = raw["local_constraint"]
-    return {
-        "org": raw["org"], "dest": raw["dest"], "days": raw["days"], "dates": raw["date"],
-        "people_number": raw["people_number"], "budget": raw["budget"],
-        "house_rule": lc["house rule"], "cuisine": lc["cuisine"],
-        "room_type": lc["room type"], "transportation": lc["transportation"],
-    }  # fmt: skip
 
 
 def _same(key: str, got: Any, want: Any) -> bool:

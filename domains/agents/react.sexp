@@ -4,11 +4,11 @@
 ; observations do not support is never written.
 (define react-agent
   (:states
-    (Thought (:text "Thought:"))
+    (Thought (:text "Thought:") (:max-tokens 64))
     (Action (:text "Action:") (:choices :tools))
     (Action-Input (:text "Action Input:"))
     (Observation (:text "Observation:") (:flags :env-input))
-    (Final-Thought (:text "Final Thought:"))
+    (Final-Thought (:text "Final Thought:") (:max-tokens 64))
     (Answer (:text "Answer:") (:language observed-span))
   )
   (:behavior

@@ -334,6 +334,7 @@ def test_dropping_the_listing_reads_fewer_tokens_and_still_chooses() -> None:
         result = model.choose(ChoiceRequest(prompt=prompt, options=options))
         assert result.index == 0  # the caption
         spent[listing] = model.stats.tokens_evaluated
+        assert 0 < result.usage.prompt_tokens <= spent[listing]  # the stats line counts them
     assert spent["drop"] <= spent["keep"] - 15  # the two listing lines
 
 

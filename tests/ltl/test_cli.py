@@ -232,3 +232,20 @@ def test_check_trace_applies_the_input_language_a_module_tool_declares(
     # Without the module the tool's language is unknown, and the input is not checked.
     code, _, _ = fllm_inproc("check-trace", REACT, str(bad), "--tools", "square", "-f", "json")
     assert code == 0
+
+
+def test_a_random_agent_run_replays_byte_for_byte(tmp_path: Path, fllm_inproc: InProc) -> None:
+    """The random chooser builds the calculator input and the grounded answer by choices; the
+    trace of those choices replays the same transcript, which check-trace accepts."""
+    trace = tmp_path / "run.jsonl"
+    question = "What is 2 plus 2?"
+    common = ("agent", REACT, question, "--tools", "calculator", "--format", "transcript")
+    code, first, err = fllm_inproc(*common, "--model", "random:3", "--trace", str(trace))
+    assert code == 0, err
+    code, second, err = fllm_inproc(*common, "--model", f"replay:{trace}")
+    assert code == 0, err
+    assert second == first
+    run = tmp_path / "run.txt"
+    run.write_text(first)
+    code, out, _ = fllm_inproc("check-trace", REACT, str(run), "--tools", "calculator")
+    assert code == 0 and "all examples follow the spec" in out

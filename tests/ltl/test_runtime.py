@@ -351,3 +351,26 @@ def test_escaped_text_reads_back_and_hides_every_keyword(pieces: list[str]) -> N
         for at in range(len(escaped)):
             if escaped.startswith(word, at):
                 assert at > 0 and not escaped[at - 1].isspace(), (word, escaped)
+
+
+def test_a_state_bounds_its_own_text(tmp_path: Path) -> None:
+    from fllm_cli.llm.base import GenerateRequest, Generation
+    from fllm_cli.ltl.spec import parse_spec
+
+    spec = tmp_path / "short.sexp"
+    spec.write_text(
+        '(define short (:states (Thought (:text "Thought:") (:max-tokens 7))'
+        ' (Answer (:text "Answer:"))) (:behavior (next Thought Answer)))'
+    )
+    asked: dict[str, int] = {}
+
+    class Recording(BehaviourModel):
+        def generate(self, request: GenerateRequest) -> Generation:
+            asked[last_tag(request.prompt)] = request.max_tokens
+            return super().generate(request)
+
+    run = run_agent(str(spec), "q", Recording(lambda p: "1" if is_choice(p) else "ok"))
+    assert run.reached_final
+    assert asked == {"Thought:": 7, "Answer:": Budget().max_tokens}
+    _, diagnostics = parse_spec(spec.read_text().replace("7", "0"), str(spec))
+    assert any(":max-tokens takes a whole number" in d.message for d in diagnostics)

@@ -104,7 +104,7 @@ def agent_command(
         3, "--max-loops", min=1, help="Most visits of the start state (the paper's 3)."
     ),
     max_tokens: int = typer.Option(
-        256, "--max-tokens", min=1, help="Most tokens the model writes per state."
+        128, "--max-tokens", min=1, help="Most tokens the model writes per state."
     ),
     max_stop: int = typer.Option(
         0, "--max-stop", min=0, help="Send at most N tags as stop sequences (0: all)."

@@ -875,9 +875,11 @@ class LocalModel(Model):
         if hit is not None and hit.isdigit() and 1 <= int(hit) <= len(request.options):
             return ChoiceResult(index=int(hit) - 1, raw=hit, calls=0, cached=True)
         start = time.perf_counter()
+        evaluated = self.stats.tokens_evaluated
         scores = self.scores(request)
         index = max(range(len(scores)), key=lambda i: (scores[i], -i))
         seconds = time.perf_counter() - start
+        read = self.stats.tokens_evaluated - evaluated  # what the model read for this choice
         self.stats.calls += 1
         self.stats.infer_seconds += seconds
         if self.cache is not None:
@@ -890,7 +892,12 @@ class LocalModel(Model):
             "cached": False,
         }
         return ChoiceResult(
-            index=index, raw=str(index + 1), calls=1, seconds=seconds, exchanges=[exchange]
+            index=index,
+            raw=str(index + 1),
+            calls=1,
+            seconds=seconds,
+            exchanges=[exchange],
+            usage=Usage(prompt_tokens=read),
         )
 
     def generate(self, request: GenerateRequest) -> Generation:

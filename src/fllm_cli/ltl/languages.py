@@ -64,12 +64,14 @@ class ContentRules:
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w]|\.\d)")
 _WORDS = re.compile(r"\S+")
 MAX_SPAN_WORDS = 8
+_EDGES = ".,;:!?()[]{}\"'"
 MAX_CANDIDATES = 400
 
 
 def grounded(spec: AgentSpec, language: Language, before: Sequence[tuple[str, str]]) -> Language:
     """The answer language taken from the last observation: its numbers (``observed-number``)
-    or its runs of up to 8 words (``observed-span``, a trailing period or comma dropped). With
+    or its runs of up to 8 words (``observed-span``, without the punctuation, brackets and
+    quotes at its edges). With
     no observation, or nothing in it, no text belongs to it: an answer the observations do not
     support is never written."""
     last = next((t for n, t in reversed(before) if spec.state(n).env_input), "")
@@ -78,7 +80,7 @@ def grounded(spec: AgentSpec, language: Language, before: Sequence[tuple[str, st
     else:
         words = _WORDS.findall(last)
         found = [
-            " ".join(words[i : i + n]).rstrip(".,;:")
+            " ".join(words[i : i + n]).strip(_EDGES)
             for n in range(1, MAX_SPAN_WORDS + 1)
             for i in range(len(words) - n + 1)
         ]

@@ -41,7 +41,7 @@ class Budget:
 
     max_steps: int = 50
     max_loops: int | None = None
-    max_tokens: int = 256
+    max_tokens: int = 128  # a ReAct thought is a sentence or two; a small model rambles on
     max_stop: int = 0  # 0: send every tag; some providers accept only a few stop sequences
     max_seconds: float | None = None  # wall clock; once spent, the run closes validly
     content_retries: int = 2  # asks again after a reply outside the state's language
@@ -426,10 +426,11 @@ class AgentRunner:
         prompt = self._context(with_open_tag=True)
         if problem is not None and language is not None:
             prompt = self._correction(step, language, problem)
+        bound = self.spec.state(step.state).max_tokens
         request = GenerateRequest(
             prompt=prompt,
             stop=self._stops(),
-            max_tokens=self.budget.max_tokens,
+            max_tokens=min(self.budget.max_tokens, bound or self.budget.max_tokens),
             kind="agent-state" if problem is None else "agent-state-retry",
             grammar=language.gbnf() if language is not None else None,
             schema=language.json_schema() if language is not None else None,

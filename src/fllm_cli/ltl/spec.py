@@ -32,6 +32,7 @@ class StateDecl:
     choices: tuple[str, ...] | None = None
     loc: Location | None = None
     language: Language | None = None  # the language the state's text must belong to
+    max_tokens: int | None = None  # at most this many tokens per text (below --max-tokens)
 
     @property
     def tool_choices(self) -> bool:
@@ -94,7 +95,7 @@ class _Collector:
 # --------------------------------------------------------------------- s-expression form
 
 _SECTIONS = (":states", ":behavior", ":start", ":final", ":prompt")
-_STATE_KEYS = (":text", ":flags", ":choices", ":language")
+_STATE_KEYS = (":text", ":flags", ":choices", ":language", ":max-tokens")
 _LANGUAGE_KEYS = (":regex", ":json-schema", ":gbnf")
 
 
@@ -177,7 +178,13 @@ def _read_state_entry(entry: SExp, draft: _Draft, out: _Collector) -> None:
         )
         env = _read_flags(entry, out)
         draft.states[-1] = StateDecl(
-            prev.name, prev.text, env or prev.env_input, prev.choices, prev.loc, prev.language
+            prev.name,
+            prev.text,
+            env or prev.env_input,
+            prev.choices,
+            prev.loc,
+            prev.language,
+            prev.max_tokens,
         )
         return
     if not isinstance(entry, SList) or entry.head is None or entry.head.startswith(":"):
@@ -194,6 +201,7 @@ def _read_state(entry: SList, out: _Collector) -> StateDecl | None:
     env = False
     choices: tuple[str, ...] | None = None
     language: Language | None = None
+    max_tokens: int | None = None
     for prop in entry.items[1:]:
         if not isinstance(prop, SList) or prop.head not in _STATE_KEYS:
             got = prop.head if isinstance(prop, SList) and prop.head else show(prop)[:30]
@@ -209,12 +217,18 @@ def _read_state(entry: SList, out: _Collector) -> StateDecl | None:
             env = _read_flags(prop, out) or env
         elif prop.head == ":language":
             language = _read_language(prop, name, out)
+        elif prop.head == ":max-tokens":
+            value = args[0].value if len(args) == 1 and isinstance(args[0], Atom) else ""
+            if not value.isdigit() or not 1 <= int(value) <= 100_000:
+                out.error(":max-tokens takes a whole number from 1 to 100000", prop.loc)
+            else:
+                max_tokens = int(value)
         else:
             choices = _read_choices(prop, out)
     if text is None:
         out.error(f"state '{name}' has no (:text \"...\")", entry.loc)
         return None
-    return StateDecl(name, text, env, choices, entry.loc, language)
+    return StateDecl(name, text, env, choices, entry.loc, language, max_tokens)
 
 
 def _read_language(prop: SList, state: str, out: _Collector) -> Language | None:
@@ -269,7 +283,7 @@ def _read_choices(prop: SList, out: _Collector) -> tuple[str, ...] | None:
 # --------------------------------------------------------------------- YAML form
 
 _YAML_KEYS = {"name", "states", "behavior", "start", "final", "prompt"}
-_YAML_STATE_KEYS = {"text", "env-input", "choices", "language"}
+_YAML_STATE_KEYS = {"text", "env-input", "choices", "language", "max-tokens"}
 
 
 def _read_yaml(text: str, path: str, out: _Collector) -> _Draft:
@@ -315,8 +329,13 @@ def _yaml_states(node: yamlloc.Node | None, reader: yamlloc.Reader) -> list[Stat
             ]
             choices = tuple(c for c in items if c) or None
         language = _yaml_language(reader.get(body, "language"), what, reader)
+        bound = reader.get(body, "max-tokens")
+        max_tokens = reader.integer(bound, f"{what} max-tokens") if bound is not None else None
+        if max_tokens is not None and not 1 <= max_tokens <= 100_000:
+            reader.error(f"{what} max-tokens must be from 1 to 100000", bound.loc if bound else loc)
+            max_tokens = None
         if text is not None:
-            states.append(StateDecl(name, text, env, choices, loc, language))
+            states.append(StateDecl(name, text, env, choices, loc, language, max_tokens))
     return states
 
 
