@@ -404,6 +404,27 @@ def test_signal_to_the_test_process_does_not_arrive(world: World) -> None:
     assert result.ok and result.status == "sat"  # the supervisor survived its SIGKILL too
 
 
+def test_async_io_cannot_aim_signals_at_other_processes(world: World) -> None:
+    """F_SETOWN / F_SETSIG / F_SETOWN_EX and the owner ioctls are refused by seccomp, so a
+    kernel whose Landlock does not scope signals (ABI < 6) is safe too; here the attempts must
+    fail with EPERM and the test process must get nothing."""
+    code = (
+        TRY
+        + "import fcntl, os, struct\nr, w = os.pipe()\nparent = os.getppid()\n"
+        + "attempt(lambda: fcntl.fcntl(r, fcntl.F_SETOWN, parent))\n"
+        + "attempt(lambda: fcntl.fcntl(r, 10, 9))\n"  # F_SETSIG, SIGKILL
+        + "attempt(lambda: fcntl.fcntl(r, 15, struct.pack('ii', 1, parent)))\n"  # F_SETOWN_EX
+        + "attempt(lambda: fcntl.ioctl(r, 0x8901, struct.pack('i', parent)))\n"  # FIOSETOWN
+        + "attempt(lambda: fcntl.ioctl(r, 0x5410, struct.pack('i', parent)))\n"  # TIOCSPGRP
+        + "attempt(lambda: fcntl.fcntl(r, fcntl.F_SETFL, os.O_ASYNC))\n"
+        + "os.write(w, b'x')\n"
+    )
+    result = world.run(code)
+    assert result.stdout.count("FAILED PermissionError") == 5, result.stdout
+    world.assert_untouched(result)
+    assert result.ok
+
+
 def test_fork_bomb_starts_nothing(world: World) -> None:
     code = (
         TRY

@@ -53,6 +53,10 @@ SCOPE_ABSTRACT_UNIX, SCOPE_SIGNAL = 1, 2  # ABI 6
 
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_PDEATHSIG = 1
+# Who gets the signal of async I/O: with one of these a program has the kernel signal any
+# process (SIGIO, or SIGKILL with F_SETSIG), which Landlock scopes only from ABI 6.
+_F_SETOWN, _F_SETSIG, _F_SETOWN_EX = 8, 10, 15
+_FIOSETOWN, _SIOCSPGRP, _TIOCSPGRP = 0x8901, 0x8902, 0x5410
 _PROT_EXEC = 0x4
 _O_TRUNC = 0o1000
 _CLONE_THREAD = 0x00010000
@@ -361,6 +365,11 @@ def apply_seccomp(truncate_by_landlock: bool) -> None:
     f.rule("prlimit64", errno.EPERM, (2, _SCMP_CMP_NE, 0, 0))
     f.rule("sched_setaffinity", errno.EPERM, (0, _SCMP_CMP_NE, 0, 0))
     f.rule("prctl", errno.EPERM, (0, _SCMP_CMP_EQ, _PR_SET_PDEATHSIG, 0))
+    for name in ("fcntl", "fcntl64"):  # on every kernel, not only where Landlock scopes signals
+        for command in (_F_SETOWN, _F_SETSIG, _F_SETOWN_EX):
+            f.rule(name, errno.EPERM, (1, _SCMP_CMP_EQ, command, 0))
+    for request in (_FIOSETOWN, _SIOCSPGRP, _TIOCSPGRP):
+        f.rule("ioctl", errno.EPERM, (1, _SCMP_CMP_EQ, request, 0))
     # No new executable memory: no native code can be loaded after the lockdown.
     f.rule("mmap", errno.EPERM, (2, _SCMP_CMP_MASKED_EQ, _PROT_EXEC, _PROT_EXEC))
     f.rule("mprotect", errno.EPERM, (2, _SCMP_CMP_MASKED_EQ, _PROT_EXEC, _PROT_EXEC))
