@@ -87,3 +87,45 @@ def test_refuses_without_kernel_isolation(monkeypatch) -> None:
 def test_isolation_in_force_is_recorded() -> None:
     result = run_code("solver = Solver()\n", limits=SMALL)
     assert result.ok and result.isolation.startswith("seccomp + landlock abi")
+
+
+def test_a_work_folder_of_any_shape_is_removed(tmp_path: Path) -> None:
+    """3,000 nested folders (deeper than a path can be written), files at many levels and a
+    link out: all of it goes, without recursion, and nothing the link points at is touched."""
+    from fllm_cli.solve.sandbox import remove_tree
+
+    root, outside = tmp_path / "work", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    fd = os.open(root, os.O_RDONLY)
+    for depth in range(3000):
+        os.mkdir("d", dir_fd=fd)
+        if depth % 300 == 0:
+            os.close(os.open("f", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
+            os.symlink(outside, "out", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+    remove_tree(str(root))
+    assert not root.exists()
+    assert (outside / "keep.txt").read_text() == "keep"
+
+
+def test_a_deep_work_folder_made_by_generated_code_is_cleaned_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code = (
+        "import os\n"
+        "for _ in range(3000):\n"
+        "    os.mkdir('d')\n"
+        "    os.chdir('d')\n"
+        "solver = Solver()\n"
+    )
+    result = run_code(code, limits=SMALL)
+    assert result.ok, result.error
+    assert not list(tmp_path.glob("fllm-solve-*"))
