@@ -225,10 +225,8 @@ def remove_tree(root: str) -> None:
                 break
     finally:
         os.close(top)
-    try:
+    with contextlib.suppress(OSError):
         os.rmdir(root)
-    except OSError:
-        pass
 
 
 def _unlink(name: str, folder: int) -> bool:
