@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+import string
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
-from jinja2.exceptions import SecurityError
+from jinja2.exceptions import FilterArgumentError, SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from fllm_cli.errors import FllmError
@@ -21,12 +23,91 @@ MAX_BUILT = 1_000_000
 MAX_EXPONENT = 10_000
 
 
-class _BoundedEnvironment(ImmutableSandboxedEnvironment):
-    """The sandbox, with repetition and powers bounded."""
+# Numbers in a format spec ("%3000000000d", "{:>3000000000}") are widths and precisions.
+_SPEC_NUMBER = re.compile(r"\d+")
+_PERCENT_SPEC = re.compile(r"%[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 
-    intercepted_binops = frozenset({"*", "**"})
+
+def _too_wide(numbers: Iterable[str]) -> bool:
+    return any(len(n) > 7 or int(n) > MAX_BUILT for n in numbers)
+
+
+def _check_percent(fmt: str, args: Any) -> None:
+    """Refuse ``fmt % args`` when a width or precision would build a huge string."""
+    numbers = [n for m in _PERCENT_SPEC.finditer(fmt) for n in m.groups() if n and n != "*"]
+    stars = "*" in "".join(m.group(0) for m in _PERCENT_SPEC.finditer(fmt))
+    values = args if isinstance(args, tuple) else (args,)
+    if _too_wide(numbers) or (
+        stars and any(isinstance(v, int) and abs(v) > MAX_BUILT for v in values)
+    ):
+        raise SecurityError(f"a format width or precision above {MAX_BUILT}")
+
+
+def _check_format_spec(fmt: str, values: tuple[Any, ...] = ()) -> None:
+    """Refuse ``fmt.format(...)`` when a field's width or precision would build a huge string
+    (written in the spec, or taken from an argument: ``"{:>{w}}"``)."""
+    try:
+        fields = list(string.Formatter().parse(fmt))
+    except ValueError:
+        return  # the format call itself reports it
+    big = any(isinstance(v, int) and abs(v) > MAX_BUILT for v in values)
+    for _, _, spec, _ in fields:
+        if not spec:
+            continue
+        if _too_wide(_SPEC_NUMBER.findall(spec)) or ("{" in spec and big):
+            raise SecurityError(f"a format width or precision above {MAX_BUILT}")
+
+
+def _bounded_center(value: Any, width: int = 80) -> str:
+    if isinstance(width, int) and width > MAX_BUILT:
+        raise SecurityError(f"center width above {MAX_BUILT}")
+    return str(value).center(width)
+
+
+def _bounded_format(value: Any, *args: Any, **kwargs: Any) -> str:
+    if kwargs and args:
+        raise FilterArgumentError("can't handle positional and keyword arguments at the same time")
+    fmt = str(value)
+    _check_percent(fmt, args or kwargs)
+    return fmt % (kwargs or args)
+
+
+class _BoundedEnvironment(ImmutableSandboxedEnvironment):
+    """The sandbox, with repetition, powers, joins, format widths and padding bounded."""
+
+    intercepted_binops = frozenset({"*", "**", "%", "+"})
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.filters["center"] = _bounded_center
+        self.filters["format"] = _bounded_format
+        indent = self.filters["indent"]
+
+        def bounded_indent(value: Any, width: Any = 4, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(width, int) and width > MAX_BUILT:
+                raise SecurityError(f"indent width above {MAX_BUILT}")
+            return indent(value, width, *args, **kwargs)
+
+        self.filters["indent"] = bounded_indent
+
+    def wrap_str_format(self, value: Any) -> Any:
+        wrapped = super().wrap_str_format(value)
+        if wrapped is None:
+            return None
+        fmt = value.__self__
+
+        def checked(*args: Any, **kwargs: Any) -> str:
+            _check_format_spec(fmt, (*args, *kwargs.values()))
+            return str(wrapped(*args, **kwargs))
+
+        return checked
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "%" and isinstance(left, str):
+            _check_percent(left, right)
+        joined = isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple))
+        if operator == "+" and joined and len(left) + len(right) > MAX_BUILT:
+            raise SecurityError(f"the expression would build more than {MAX_BUILT} items")
         if operator == "*":
             for seq, times in ((left, right), (right, left)):
                 repeats = isinstance(seq, (str, list, tuple)) and isinstance(times, int)

@@ -144,6 +144,15 @@ def test_a_state_named_by_a_mapping_is_an_error_not_an_object_dump(tmp_path: Pat
         ("{{ 1 // 0 }}", "ZeroDivisionError"),
         ("{{ 'a' + 1 }}", "TypeError"),
         ("{{ 'x' * 3000000000 }}", "more than 1000000 items"),
+        # widths and padding that would build gigabytes (a second round of hostile input)
+        ("{{ '%3000000000d' % 1 }}", "format width or precision above"),
+        ("{{ '%*d' % (3000000000, 1) }}", "format width or precision above"),
+        ("{{ '%.3000000000f'|format(1) }}", "format width or precision above"),
+        ("{{ '{:>3000000000}'.format('x') }}", "format width or precision above"),
+        ("{{ '{:>{w}}'.format('x', w=3000000000) }}", "format width or precision above"),
+        ("{{ 'x'|center(3000000000) }}", "center width above"),
+        ("{{ 'a'|indent(3000000000) }}", "indent width above"),
+        ("{% set s = 'x' * 900000 %}{{ s + s }}", "more than 1000000 items"),
     ],
 )
 def test_inline_templates_fail_as_the_template_s_fault(source: str, needle: str) -> None:
@@ -189,3 +198,17 @@ def test_a_use_limit_that_caps_nothing_does_not_make_planning_quadratic() -> Non
         "--model", "random:39009", "-q", timeout=60,
     )  # fmt: skip
     assert code in (0, 1) and "internal error" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("source", "text"),
+    [
+        ("{{ 'a %05.1f b' % 3.14159 }}", "a 003.1 b"),
+        ("{{ '{:>4}|{}'.format('x', 2) }}", "   x|2"),
+        ("{{ 'x'|center(5) }}", "  x  "),
+        ("{{ '%s-%s'|format('a', 'b') }}", "a-b"),
+        ("{{ 'ab' + 'cd' }}{{ [1] + [2] }}", "abcd[1, 2]"),
+    ],
+)
+def test_ordinary_formatting_still_works(source: str, text: str) -> None:
+    assert render_string(source, {}) == text

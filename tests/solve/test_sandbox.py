@@ -126,6 +126,11 @@ def test_a_deep_work_folder_made_by_generated_code_is_cleaned_up(
         "    os.chdir('d')\n"
         "solver = Solver()\n"
     )
+    from fllm_cli.solve.sandbox import remove_tree
+
     result = run_code(code, limits=SMALL)
+    left = list(tmp_path.glob("fllm-solve-*"))
+    for folder in left:  # never leave pytest a tree its own clean-up cannot remove
+        remove_tree(str(folder))
     assert result.ok, result.error
-    assert not list(tmp_path.glob("fllm-solve-*"))
+    assert not left
