@@ -51,8 +51,18 @@ class Diagnostic:
             return ""
         text = lines[loc.line - 1].rstrip("\n")
         gutter = f"{loc.line:>4} | "
-        caret = " " * (len(gutter) + max(loc.col - 1, 0)) + "^"
+        column = max(loc.col - 1, 0)
+        if len(text) > EXCERPT_WIDTH:  # a window around the column, never a 5 MB line
+            start = max(0, min(column - EXCERPT_WIDTH // 2, len(text) - EXCERPT_WIDTH))
+            shown = text[start : start + EXCERPT_WIDTH]
+            head = "…" if start > 0 else ""
+            tail = "…" if start + EXCERPT_WIDTH < len(text) else ""
+            text, column = head + shown + tail, column - start + len(head)
+        caret = " " * (len(gutter) + column) + "^"
         return f"{gutter}{text}\n{caret}"
+
+
+EXCERPT_WIDTH = 120  # characters of a source line an excerpt shows
 
 
 def source_of(path: str) -> str | None:

@@ -212,3 +212,13 @@ def test_a_use_limit_that_caps_nothing_does_not_make_planning_quadratic() -> Non
 )
 def test_ordinary_formatting_still_works(source: str, text: str) -> None:
     assert render_string(source, {}) == text
+
+
+def test_a_diagnostic_on_a_huge_line_shows_a_window_of_it(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_text("name: big\ndescription: " + "x" * 3_000_000 + " : : bad\n")
+    result = run_fllm("validate", str(path))
+    assert result.code != 0
+    text = result.out + result.err
+    assert f"{path}:2:3000015: error: YAML syntax error" in text
+    assert len(text) < 2000 and "…" in text and ": : bad" in text
