@@ -946,28 +946,29 @@ OBSERVED = ("observed-number", "observed-span")
 # --------------------------------------------------------------------- building a text
 
 
+def shortest(node: Node, lengths: dict[str, float]) -> float:
+    """The length of the shortest text of ``node``, given each rule's (``lengths``)."""
+    if isinstance(node, Lit):
+        return len(node.text)
+    if isinstance(node, Cls):
+        return 1
+    if isinstance(node, Ref):
+        return lengths.get(node.name, math.inf)
+    if isinstance(node, Seq):
+        return sum(shortest(i, lengths) for i in node.items)
+    if isinstance(node, Alt):
+        return min((shortest(o, lengths) for o in node.options), default=math.inf)
+    return node.low * shortest(node.item, lengths) if node.low else 0
+
+
 def min_lengths(rules: dict[str, Node]) -> dict[str, float]:
     """The length of the shortest text of each rule (inf for a rule with none)."""
     best: dict[str, float] = {name: math.inf for name in rules}
-
-    def shortest(node: Node) -> float:
-        if isinstance(node, Lit):
-            return len(node.text)
-        if isinstance(node, Cls):
-            return 1
-        if isinstance(node, Ref):
-            return best.get(node.name, math.inf)
-        if isinstance(node, Seq):
-            return sum(shortest(i) for i in node.items)
-        if isinstance(node, Alt):
-            return min((shortest(o) for o in node.options), default=math.inf)
-        return node.low * shortest(node.item) if node.low else 0
-
     changed = True
     while changed:  # a fixpoint: recursive rules settle once their base cases are known
         changed = False
         for name, node in rules.items():
-            value = shortest(node)
+            value = shortest(node, best)
             if value < best[name]:
                 best[name], changed = value, True
     return best
@@ -1006,17 +1007,7 @@ class _Builder:
         self.slack = budget  # characters beyond the shortest completion still allowed
 
     def shortest(self, node: Node) -> float:
-        if isinstance(node, Lit):
-            return len(node.text)
-        if isinstance(node, Cls):
-            return 1
-        if isinstance(node, Ref):
-            return self.lengths.get(node.name, math.inf)
-        if isinstance(node, Seq):
-            return sum(self.shortest(i) for i in node.items)
-        if isinstance(node, Alt):
-            return min((self.shortest(o) for o in node.options), default=math.inf)
-        return node.low * self.shortest(node.item) if node.low else 0
+        return shortest(node, self.lengths)
 
     def choose(self, options: list[str]) -> int:
         if len(options) == 1:

@@ -34,8 +34,9 @@ def _too_wide(numbers: Iterable[str]) -> bool:
 
 def _check_percent(fmt: str, args: Any) -> None:
     """Refuse ``fmt % args`` when a width or precision would build a huge string."""
-    numbers = [n for m in _PERCENT_SPEC.finditer(fmt) for n in m.groups() if n and n != "*"]
-    stars = "*" in "".join(m.group(0) for m in _PERCENT_SPEC.finditer(fmt))
+    specs = list(_PERCENT_SPEC.finditer(fmt))
+    numbers = [n for m in specs for n in m.groups() if n and n != "*"]
+    stars = any("*" in m.group(0) for m in specs)
     values = args if isinstance(args, tuple) else (args,)
     if _too_wide(numbers) or (
         stars and any(isinstance(v, int) and abs(v) > MAX_BUILT for v in values)

@@ -479,3 +479,20 @@ def test_an_object_of_any_keys() -> None:
     )
     assert language.check('{"a": 1, "b": 2}') is None
     assert language.check('{"a": 1}') is not None and language.check('{"a": "x", "b": 1}')
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["arithmetic", "query", "number", r"regex:[A-Z][a-z]{2,5}( [0-9]+)?",
+     'json-schema:{"type": "object", "properties": {"a": {"type": "integer"}}}',
+     'gbnf:root ::= "(" root ")" | "x"'],
+)  # fmt: skip
+def test_a_built_text_always_belongs_to_its_language(spelling: str) -> None:
+    """Whatever the chooser picks, the builder steers to a complete text of the language."""
+    language = language_from_text(spelling)
+    for seed in range(60):
+        rng = random.Random(seed)
+        text = language.build(lambda _, options, r=rng: r.randrange(len(options)), budget=30)
+        assert language.check(text) is None, (spelling, text)
+    always_more = language.build(lambda so_far, options: len(options) - 1, budget=10)
+    assert language.check(always_more) is None and len(always_more) < 200
