@@ -1097,6 +1097,12 @@ class Language:
         text the language accepts; the length steers to completion as ``budget`` runs out)."""
         return build_text(self.rules, pick, budget)
 
+    @property
+    def line_only(self) -> bool:
+        """True for the language of any one line: stopping at the line's end enforces it, so a
+        back end needs no grammar for it (grammar-bound sampling is slower)."""
+        return self.kind == "name" and self.source == "line"
+
     def gbnf(self) -> str:
         """Return a GBNF grammar for decoding: optional space before, optional newline after."""
         lines = ['root ::= " "? c-root "\\n"?', *write_gbnf(self.rules, prefix="c-")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from tests.conftest import InProc, run_fllm
@@ -318,6 +319,33 @@ def test_stats_line_shows_model_load_and_inference() -> None:
     }
     line = stats_line(stats)
     assert line.startswith("3 LLM calls, 3 choice points, 1 forced moves")
-    assert line.endswith("; model load 0.21 s, inference 2.20 s")
+    # the parts add up to the total
+    assert line.endswith(", 2.50 s = model load 0.21 s + inference 2.20 s + the rest 0.09 s")
     del stats["backend"]
     assert "model load" not in stats_line(stats)
+    assert stats_line(stats).endswith(", 2.50 s")
+
+
+def test_stats_count_the_interface_question_and_time_the_whole_call(tmp_path: Path) -> None:
+    """The interface is asked before the search: its calls, tokens and time are in the stats."""
+    from fllm_cli import api
+    from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Usage
+    from fllm_cli.llm.simple import RandomModel
+
+    class Counting(RandomModel):
+        def choose(self, request: ChoiceRequest) -> ChoiceResult:
+            result = super().choose(request)
+            time.sleep(0.01)
+            result.calls, result.usage, result.seconds = 1, Usage(prompt_tokens=10), 0.01
+            return result
+
+    result = api.plan_task(
+        "domains/openagi.yaml", "Given a noisy image, return its caption.", Counting(seed=1),
+        search="greedy",
+    )  # fmt: skip
+    stats = result.document["stats"]
+    assert result.document["why"]["interface"]["how"] == "asked the model"  # two questions
+    assert stats["llm_calls"] == stats["choice_points"]
+    assert stats["prompt_tokens"] == 10 * stats["llm_calls"]
+    assert stats["seconds"] >= stats["search_seconds"] + 0.02
+    assert stats["model_seconds"] >= 0.01 * stats["llm_calls"] - 1e-6

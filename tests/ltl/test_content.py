@@ -496,3 +496,33 @@ def test_a_built_text_always_belongs_to_its_language(spelling: str) -> None:
         assert language.check(text) is None, (spelling, text)
     always_more = language.build(lambda so_far, options: len(options) - 1, budget=10)
     assert language.check(always_more) is None and len(always_more) < 200
+
+
+def test_a_one_line_state_stops_at_the_line_end_without_a_grammar(tmp_path: Path) -> None:
+    """A state in the `line` language is enforced by a newline stop: no slow grammar sampling."""
+    text = (
+        Path(REACT)
+        .read_text(encoding="utf-8")
+        .replace(
+            '(Thought (:text "Thought:") (:max-tokens 64))',
+            '(Thought (:text "Thought:") (:language line) (:max-tokens 64))',
+        )
+    )
+    assert "(:language line)" in text
+    spec = tmp_path / "react_lines.sexp"
+    spec.write_text(text, encoding="utf-8")
+
+    def reply(prompt: str) -> str:
+        if last_tag(prompt) == "Thought:":
+            return "Compute it.\nthen a second line the spec does not allow"
+        return good_react(prompt)
+
+    model = GrammarRecorder(reply)
+    model.strip_stops = True
+    budget = Budget(20, 1)
+    run = run_agent(str(spec), "What is 17% of 240, plus 12?", model, AgentOptions(budget=budget))
+    assert dict(model.grammars)["Thought:"] is None
+    thoughts = [s.text for s in run.steps if s.state == "Thought"]
+    assert thoughts == ["Compute it."]
+    assert run.stats.content_rejects == 0
+    assert_valid(str(spec), run, budget, ("calculator",))

@@ -12,7 +12,13 @@ from rich.text import Text
 
 from fllm_cli import api
 from fllm_cli.cli import views
-from fllm_cli.cli.common import read_text_arg, stderr_console, stdout_console, write_atomic
+from fllm_cli.cli.common import (
+    read_text_arg,
+    stderr_console,
+    stdout_console,
+    time_parts,
+    write_atomic,
+)
 from fllm_cli.cli.options import (
     DEFAULT_RETRIES,
     DEFAULT_TEMPERATURE,
@@ -201,7 +207,7 @@ def agent_command(
             out_file, body or json.dumps(to_json(run), indent=2, ensure_ascii=False) + "\n"
         )
     if not quiet:
-        _show_run(run, fmt, out)
+        _show_run(run, fmt, out, backend.info())
     if not has_user and not (run.answer or "").strip():
         # A task agent that gave no answer did not do what was asked: say so, exit non-zero.
         how = "reached its final state" if run.reached_final else f"was ended by the {run.ended_by}"
@@ -213,7 +219,7 @@ def _budget_hint(run: Any) -> str | None:
     return f"its {hit} budget ran out; raise it" if hit else None
 
 
-def _show_run(run: Any, fmt: str, out: Console) -> None:
+def _show_run(run: Any, fmt: str, out: Console, backend: dict[str, Any]) -> None:
     """Print a finished run in the chosen format."""
     if fmt == "json":
         print(safe_json(json.dumps(to_json(run), indent=2, ensure_ascii=False)))
@@ -224,7 +230,8 @@ def _show_run(run: Any, fmt: str, out: Console) -> None:
         answer = run.answer if run.answer is not None else "(none)"
         out.print(Text.assemble(("answer:", "bold"), " ", plain(answer)), highlight=False)
         state = "reached the final state" if run.reached_final else f"ended by the {run.ended_by}"
-        out.print(plain(f"{run.agent}: {state}; {stats_line(run)}", style="dim"), soft_wrap=True)
+        line = f"{run.agent}: {state}; {stats_line(run)}{time_parts(run.stats.seconds, backend)}"
+        out.print(plain(line, style="dim"), soft_wrap=True)
 
 
 def check_trace_command(

@@ -97,3 +97,14 @@ def read_text_arg(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
     return read_text(path)
+
+
+def time_parts(seconds: float, backend: dict[str, Any]) -> str:
+    """Return ", T s" split into model loading, inference and the rest when the back end
+    reports them (both happen inside the timed run, so the parts add up to the total)."""
+    text = f", {seconds:.2f} s"
+    if backend.get("loaded") and "load_seconds" in backend:
+        load, infer = backend["load_seconds"], backend.get("infer_seconds", 0.0)
+        rest = max(0.0, seconds - load - infer)
+        text += f" = model load {load:.2f} s + inference {infer:.2f} s + the rest {rest:.2f} s"
+    return text

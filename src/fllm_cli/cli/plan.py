@@ -13,7 +13,13 @@ from rich.table import Table
 from rich.text import Text
 
 from fllm_cli import api
-from fllm_cli.cli.common import read_json_arg, stderr_console, stdout_console, write_atomic
+from fllm_cli.cli.common import (
+    read_json_arg,
+    stderr_console,
+    stdout_console,
+    time_parts,
+    write_atomic,
+)
 from fllm_cli.cli.core import INPUT_HELP, OUTPUT_HELP, _rich_tree
 from fllm_cli.cli.options import (
     DEFAULT_RETRIES,
@@ -56,18 +62,13 @@ def stats_line(stats: dict[str, Any]) -> str:
         f"{stats['forced_moves']} forced moves, {stats['backtracks']} backtracks, "
         f"{stats['fallbacks']} fallbacks, "
         f"{stats['prompt_tokens'] + stats['completion_tokens']} tokens, "
-        f"${stats['cost_usd']:.4f}, {stats['seconds']:.2f} s"
+        f"${stats['cost_usd']:.4f}"
     )
+    text += time_parts(stats["seconds"], stats.get("backend") or {})
     if stats.get("cached"):
         text += f" ({stats['cached']} cached)"
     if stats.get("budget_exhausted"):
         text += f" [budget {stats['budget_exhausted']} ran out: later choices were defaults]"
-    backend = stats.get("backend") or {}
-    if backend.get("loaded") and "load_seconds" in backend:
-        text += (
-            f"; model load {backend['load_seconds']:.2f} s, "
-            f"inference {backend.get('infer_seconds', 0.0):.2f} s"
-        )
     return text
 
 

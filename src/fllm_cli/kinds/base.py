@@ -20,7 +20,7 @@ from fllm_cli.domain.variables import resolve_vars
 from fllm_cli.errors import NoPlanError, UsageError
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.llm.base import ChoiceResult, Model
-from fllm_cli.llm.meter import RunMeter
+from fllm_cli.llm.meter import ModelStats, RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.search.beam import BeamSearch
 from fllm_cli.search.interface import infer_interface
@@ -246,9 +246,10 @@ class Kind(ABC):
         asked: list[ChoiceResult] = []
         reading: dict[str, Any] = {"how": "given"}
         strategy, proposed, proposal_calls = job.strategy, None, 0
+        before = ModelStats()  # what the model calls before the search cost
         if self.has_interface and strategy.plan_level and getattr(model, "reads_requests", False):
             # A capable model reads the request once; its proposal becomes evidence.
-            meter = RunMeter.wrap(model).fork(records=job.records)
+            meter = RunMeter.wrap(model).fork(records=job.records, stats=before)
             proposed, proposal_calls = propose(domain, job.task, meter)
             if proposed is not None:
                 strategy = replace(strategy, proposal=proposed)
@@ -270,11 +271,11 @@ class Kind(ABC):
             result.document.setdefault("why", {})["model"] = (
                 proposed.as_dict() if proposed is not None else "no usable proposal"
             )
+        for r in asked:
+            before.charge(r.calls, r.usage, r.cached, r.fallback, r.seconds)
         stats = result.document["stats"]
-        stats["llm_calls"] += proposal_calls
-        stats["llm_calls"] += sum(r.calls for r in asked)
+        before.add_into(stats)
         stats["choice_points"] += len(asked)
-        stats["fallbacks"] += sum(r.fallback for r in asked)
         return result
 
     def check_with_data(

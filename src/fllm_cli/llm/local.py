@@ -45,7 +45,7 @@ from fllm_cli.llm.base import (
     Model,
     Usage,
 )
-from fllm_cli.llm.cache import cache_for
+from fllm_cli.llm.cache import cache_for, fllm_home
 from fllm_cli.llm.hub import models_dir
 from fllm_cli.llm.options import ModelOptions
 from fllm_cli.resources import exists, is_file
@@ -131,11 +131,9 @@ _QUIET_LOG: Any = None  # kept referenced: llama.cpp calls it from C for the who
 
 
 def prepare_llama_cpp() -> Any:
-    """Import llama_cpp set up for fllm: silent, no busy-waiting threads, no AMX kernels."""
+    """Import llama_cpp set up for fllm: silent, several sequences per context, no AMX kernels."""
     global _QUIET_LOG
     _require_llama_cpp()
-    # Spinning OpenMP workers make a shared or busy CPU many times slower; read at libgomp load.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import llama_cpp
     import llama_cpp.llama_cpp as low
 
@@ -172,10 +170,74 @@ def prepare_llama_cpp() -> Any:
 
 
 def _threads() -> int:
-    raw = os.environ.get("FLLM_LOCAL_THREADS", "")
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return max(1, min(4, (os.cpu_count() or 2) // 2))
+    """Return how many threads the model computes with now (see :class:`_Cores`)."""
+    return _CORES.threads()
+
+
+class _Cores:
+    """Share the machine's cores among the model processes running at the same time.
+
+    One process alone uses every core it may run on (at most 4): on the 2-core development
+    machine two threads make a token 1.5 times faster than one. But two processes that each
+    use all cores make their OpenMP workers wait for each other, and both run several times
+    slower. So the cores go to the process holding ``$FLLM_HOME/cores.lock``; any other holds
+    ``guests.lock`` shared and uses one thread, and the holder drops to one thread while a
+    guest exists (it checks before each model call). ``FLLM_LOCAL_THREADS`` sets the number.
+    """
+
+    def __init__(self) -> None:
+        self.holder: Any = None  # the open cores.lock while this process holds it
+        self.guest: Any = None  # the open guests.lock this process holds shared
+        self.pid = os.getpid()
+
+    def threads(self) -> int:
+        raw = os.environ.get("FLLM_LOCAL_THREADS", "")
+        if raw.isdigit() and int(raw) > 0:
+            return int(raw)
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+        cores = max(1, min(4, cores))
+        if cores == 1:
+            return 1
+        if self.pid != os.getpid():  # a forked child shares its parent's locks: start afresh
+            self.holder = self.guest = None
+            self.pid = os.getpid()
+        try:
+            import fcntl
+
+            if self.holder is None:
+                self.holder = self._lock(fcntl, "cores.lock", fcntl.LOCK_EX)
+            if self.holder is None:
+                self.guest = self.guest or self._lock(fcntl, "guests.lock", fcntl.LOCK_SH)
+                return 1
+            if self.guest is not None:  # promoted: it is no longer a guest
+                self.guest.close()
+                self.guest = None
+            alone = self._lock(fcntl, "guests.lock", fcntl.LOCK_EX)
+        except (ImportError, OSError):
+            return 1
+        if alone is None:
+            return 1
+        alone.close()
+        return cores
+
+    @staticmethod
+    def _lock(fcntl: Any, name: str, how: int) -> Any:
+        """Return the open file locked ``how`` (without waiting), or None when it is taken."""
+        folder = fllm_home()
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / name, "a")  # noqa: SIM115 - a held lock lives with its file
+        try:
+            fcntl.flock(handle.fileno(), how | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            return None
+        return handle
+
+
+_CORES = _Cores()
 
 
 @dataclass
@@ -246,7 +308,7 @@ def unpacked(path: Path) -> Path:
         params = low.llama_model_quantize_default_params()
         params.ftype = low.LLAMA_FTYPE_MOSTLY_F16
         params.allow_requantize = True
-        params.nthread = _threads() * 2
+        params.nthread = max(2, _threads())
         with _quiet_stderr():
             code = low.llama_model_quantize(
                 str(path).encode("utf-8"), str(temporary).encode("utf-8"), params
@@ -352,6 +414,7 @@ class _Held:
     tokens: list[int] = field(default_factory=list)  # the neutral prompt, in PRIOR_SEQ
     first: Any = None  # the next-token log-probs after it
     memo: dict[tuple[tuple[int, ...], str], float] = field(default_factory=dict)
+    threads: int = 0  # what the context computes with (0: as loaded)
 
 
 _HELD: dict[int, _Held] = {}  # by id() of the loaded llama.cpp model, which lives to the end
@@ -372,6 +435,12 @@ class _Engine:
         # Sequences sharing cache cells need attention caches; a recurrent model's state is
         # one per sequence, so such a model scores its options one after the other.
         self.batched = not _recurrent(llm)
+
+    def fit_threads(self, threads: int) -> None:
+        """Compute with ``threads`` threads from the next call on (a cheap check when equal)."""
+        if threads != self.held.threads:
+            prepare_llama_cpp().llama_cpp.llama_set_n_threads(self.llm.ctx, threads, threads)
+            self.held.threads = threads
 
     def tokenize(self, text: str, special: bool = False) -> list[int]:
         """Tokenize without adding a BOS (the chat template decides that)."""
@@ -829,6 +898,7 @@ class LocalModel(Model):
             self._load_seconds = loaded.load_seconds
             self._engine = _Engine(loaded.llm, self.stats)
             self._chat = _ChatTemplate(loaded.llm)
+        self._engine.fit_threads(_threads())
         return self._engine, self._chat
 
     def _tokens(self, system: str | None, user: str) -> list[int]:
@@ -874,6 +944,7 @@ class LocalModel(Model):
         hit = self.cache.get(self._cache_name(), request.prompt, params) if self.cache else None
         if hit is not None and hit.isdigit() and 1 <= int(hit) <= len(request.options):
             return ChoiceResult(index=int(hit) - 1, raw=hit, calls=0, cached=True)
+        self._ready()  # loading is timed apart from inference
         start = time.perf_counter()
         evaluated = self.stats.tokens_evaluated
         scores = self.scores(request)

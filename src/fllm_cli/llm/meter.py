@@ -70,6 +70,12 @@ class ModelStats:
         to ms)."""
         return {name: _rounded(name, value) for name, value in asdict(self).items()}
 
+    def add_into(self, doc: dict[str, Any]) -> None:
+        """Add these model fields into ``doc``, a stats dict in the JSON form (the cost of a
+        part of the run that had its own meter)."""
+        for name, value in self.usage_dict().items():
+            doc[name] = _rounded(name, doc.get(name, 0) + value)
+
     def usage_dict(self) -> dict[str, Any]:
         """Return only the model fields, in the JSON form."""
         return {f.name: _rounded(f.name, getattr(self, f.name)) for f in fields(ModelStats)}

@@ -20,6 +20,7 @@ def stats_line(run: AgentRun) -> str:
         f"{s.steps} steps",
         f"{s.loops} loops",
         f"{s.llm_calls} model calls",
+        f"{s.prompt_tokens + s.completion_tokens} tokens",
         f"{s.forced_tags} forced tags",
         f"{s.dropped_tags} dropped tags",
         f"{s.tool_calls} tool calls ({s.tool_errors} errors)",

@@ -427,13 +427,16 @@ class AgentRunner:
         if problem is not None and language is not None:
             prompt = self._correction(step, language, problem)
         bound = self.spec.state(step.state).max_tokens
+        stops, hinted = self._stops(), language
+        if language is not None and language.line_only:  # the line's end enforces it
+            stops, hinted = ("\n", *stops), None
         request = GenerateRequest(
             prompt=prompt,
-            stop=self._stops(),
+            stop=stops,
             max_tokens=min(self.budget.max_tokens, bound or self.budget.max_tokens),
             kind="agent-state" if problem is None else "agent-state-retry",
-            grammar=language.gbnf() if language is not None else None,
-            schema=language.json_schema() if language is not None else None,
+            grammar=hinted.gbnf() if hinted is not None else None,
+            schema=hinted.json_schema() if hinted is not None else None,
         )
         try:
             generation = self.meter.generate(request, state=step.state)
