@@ -52,7 +52,12 @@ def right(answer: str | None, gold: str) -> bool:
 
 
 def measure(
-    model_name: str, spec: Path, limit: int | None, loops: int, every: int = 1
+    model_name: str,
+    spec: Path,
+    limit: int | None,
+    loops: int,
+    every: int = 1,
+    examples: str | None = None,
 ) -> dict[str, Any]:
     rows = [json.loads(x) for x in (SET / "questions.jsonl").read_text().splitlines() if x]
     rows = rows[::every][:limit] if limit else rows[::every]
@@ -65,7 +70,9 @@ def measure(
     for row in rows:
         tools = tuple(row["tools"].split(","))
         budget = Budget(max_loops=loops)
-        options = AgentOptions(tools=tools, corpus=str(SET / "corpus.jsonl"), budget=budget)
+        options = AgentOptions(
+            tools=tools, corpus=str(SET / "corpus.jsonl"), budget=budget, examples=examples
+        )
         start = time.perf_counter()
         try:
             run = run_agent(str(spec), row["question"], model, options)
@@ -90,6 +97,7 @@ def measure(
               file=sys.stderr)  # fmt: skip
     return {
         "model": model_name,
+        "examples": examples,
         "questions": len(rows),
         "right": ok,
         "accuracy": round(ok / len(rows), 3) if rows else 0.0,
@@ -109,12 +117,14 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--every", type=int, default=1, help="every k-th question (a sample)")
     parser.add_argument("--max-loops", type=int, default=3)
+    parser.add_argument("--examples", default=None, help="few-shot examples file (--examples)")
     args = parser.parse_args()
-    report = measure(args.model, args.spec, args.limit, args.max_loops, args.every)
+    report = measure(args.model, args.spec, args.limit, args.max_loops, args.every, args.examples)
     print(json.dumps(report, indent=2))
     out = ROOT / "bench" / "agent_accuracy_results.json"
     saved = json.loads(out.read_text()) if out.exists() else {}
-    saved[f"{args.model}|{args.spec.name}"] = report
+    shots = f"|{Path(args.examples).name}" if args.examples else ""
+    saved[f"{args.model}|{args.spec.name}{shots}"] = report
     out.write_text(json.dumps(saved, indent=2) + "\n")
 
 

@@ -564,6 +564,8 @@ def report(results: dict[str, Any]) -> str:
         rows += travel_rows(results["travel"])
     if results.get("agent"):
         rows += agent_rows(results["agent"])
+    if results.get("validate_big"):
+        rows += validate_rows(results["validate_big"])
     width = max(len(r[0]) for r in rows)
     value_width = max(len(r[1]) for r in rows)
     lines = [f"{'measure':<{width}}  {'figure':<{value_width}}  goal"]
@@ -681,6 +683,53 @@ def travel_rows(travel: dict[str, Any]) -> list[tuple[str, str, str]]:
     ]
 
 
+VALIDATE_GOAL_S = 3.0  # fllm validate on a 20,000-tool domain (#30)
+VALIDATE_SIZES = (2_000, 20_000)
+
+
+def write_tool_domain(path: Path, tools: int, seed: int = 1) -> Path:
+    """A tool domain of ``tools`` tools over 20 types (one or two inputs each)."""
+    rng = random.Random(seed)
+    mods = [f"m{i}" for i in range(20)]
+    lines = ["fllm: 1", f"name: big{tools}", f"modalities: [{', '.join(mods)}]", "tools:"]
+    for i in range(tools):
+        ins = ", ".join(rng.sample(mods, rng.choice([1, 1, 2])))
+        lines.append(
+            f"  - name: Tool {i}\n    description: does thing number {i} to its input\n"
+            f"    inputs: [{ins}]\n    output: {rng.choice(mods)}"
+        )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def bench_validate_big(folder: Path, runs: int) -> dict[str, Any]:
+    """Median seconds of the real ``fllm validate`` on generated tool domains of two sizes."""
+    out: dict[str, Any] = {}
+    for tools in VALIDATE_SIZES:
+        path = write_tool_domain(folder / f"tools{tools}.yaml", tools)
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run(
+                [str(ROOT / ".venv" / "bin" / "fllm"), "validate", str(path), "-q"],
+                capture_output=True, check=False, timeout=600,
+            )  # fmt: skip
+            times.append(time.perf_counter() - start)
+        out[str(tools)] = round(statistics.median(times), 2)
+    return out
+
+
+def validate_rows(big: dict[str, Any]) -> list[tuple[str, str, str]]:
+    small, large = (big[str(n)] for n in VALIDATE_SIZES)
+    return [
+        (
+            "fllm validate, 2,000 / 20,000 tools",
+            f"{small:.2f} s / {large:.2f} s ({large / small:.1f}x for 10x the tools)",
+            f"<= {VALIDATE_GOAL_S:g} s at 20,000: {verdict(large, VALIDATE_GOAL_S)}",
+        )
+    ]
+
+
 def main() -> None:
     """Run every benchmark, print the table, write bench/results.json."""
     parser = argparse.ArgumentParser(description="fllm core benchmarks")
@@ -703,6 +752,7 @@ def main() -> None:
             "plan_quality": bench_plan_quality(),
             "travel": bench_travel(args.quick),
             "agent": bench_agent(args.quick),
+            "validate_big": bench_validate_big(Path(tmp), 1 if args.quick else 3),
         }
     results["bench_seconds"] = round(time.perf_counter() - begin, 1)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -65,6 +65,7 @@ def file_seeds() -> dict[str, list[tuple[str, str]]]:
     domain_files = sorted(REPO.glob("domains/*.yaml"))
     domain_files += sorted(REPO.glob("tests/data/specs/*.yaml"))
     domain_files += sorted(REPO.glob("tests/data/broken/*.yaml"))
+    domain_files += sorted(REPO.glob("fuzz/findings/templates/*.yaml"))  # template bombs
     for p in domain_files:
         text = _read(p)
         out[f"domain-{domain_kind_of(text)}"].append((str(p.relative_to(REPO)), text))

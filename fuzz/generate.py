@@ -56,6 +56,22 @@ def _clean_limit(rng: random.Random) -> object:
     return rng.choice([1, 1, 2, 3, None])
 
 
+# Prompt templates that would eat the machine without the render bounds (fllm_cli.prompts):
+# widths, padding, repetition, '~' growth, nested loops, output size. A domain with variables
+# renders its intro, so each must end in a clean error at validate and at plan.
+TEMPLATE_BOMBS = (
+    "{{ '%3000000000d' % 1 }}",
+    "{{ '{:>3000000000}'.format('x') }}",
+    "{{ 'x'|center(3000000000) }}",
+    "{{ 'x' * 3000000000 }}",
+    "{% set ns = namespace(s='xx') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}"
+    "{% endfor %}{{ ns.s }}",
+    "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "{% for i in range(100000) %}{% for j in range(100) %}{{ i }}{{ j }}{% endfor %}{% endfor %}",
+    "Plan for {{ who }}.",  # a sound one among them
+)
+
+
 def tool_domain(rng: random.Random, bend: float = 0.15) -> dict:
     """A random tool domain as plain data."""
     mods = _pick_names(rng, MODALITY_POOL, rng.randint(1, 4), "m")
@@ -82,6 +98,9 @@ def tool_domain(rng: random.Random, bend: float = 0.15) -> dict:
     else:
         doc["modalities"] = list(mods)
     doc["tools"] = tools
+    if rng.random() < bend / 3:
+        doc["vars"] = {"who": {"description": "who asks", "default": "me"}}
+        doc["intro"] = rng.choice(TEMPLATE_BOMBS)
     if rng.random() < 0.6:
         task: dict = {
             "inputs": rng.sample(mods, rng.randint(1, len(mods))),

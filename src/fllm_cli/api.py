@@ -25,7 +25,7 @@ from fllm_cli.domain.load import load_domain as parse_domain
 from fllm_cli.domain.load import read_domain
 from fllm_cli.domain.model import Domain
 from fllm_cli.domain.variables import placeholder_vars, resolve_vars
-from fllm_cli.errors import PlanFileError, SpecError, UsageError
+from fllm_cli.errors import BackendError, PlanFileError, SpecError, UsageError
 from fllm_cli.kinds import Compiled, PlanJob, PlanResult, check_domain, kind_of
 from fllm_cli.llm.base import Model
 from fllm_cli.llm.registry import ModelOptions, make_model
@@ -184,6 +184,7 @@ def plan_task(
     data: Any = None,
     request: dict[str, Any] | None = None,
     search: str = DEFAULT_SEARCH,
+    allow_fallbacks: bool = False,
 ) -> PlanResult:
     """Plan a task from its text, whatever the domain's kind.
 
@@ -196,6 +197,10 @@ def plan_task(
     given (its calls count in the plan's stats). A data-bound domain takes the task's ``data``
     (the parsed ``--data`` JSON); ``request`` gives the request's values instead of reading them
     from the text (``--constraints``).
+
+    A plan is the model's only when the model's replies could be read: when more than a
+    quarter of the choices put to it took a default because no reply named an option, this
+    raises :class:`BackendError` unless ``allow_fallbacks``.
     """
     domain = load_domain(spec)
     backend = model if isinstance(model, Model) else make_model(model, options)
@@ -209,7 +214,24 @@ def plan_task(
     if isinstance(stats, dict):  # the whole call: model loading and the interface included
         stats["search_seconds"] = stats.get("seconds", 0.0)
         stats["seconds"] = round(time.perf_counter() - begin, 3)
+        if not allow_fallbacks:
+            refuse_unread(stats)
     return result
+
+
+UNREAD_SHARE = 0.25  # more unread replies than this share of the model's choices: not its plan
+
+
+def refuse_unread(stats: dict[str, Any]) -> None:
+    """Raise when too many of the model's replies could not be read (see :func:`plan_task`)."""
+    unread, asked = int(stats.get("unread_replies", 0)), int(stats.get("choices_asked", 0))
+    if unread and unread > UNREAD_SHARE * asked:
+        raise BackendError(
+            f"the model's replies could not be read: {unread} of {asked} choices took a default"
+            " option, so the plan would be fllm's defaults, not the model's",
+            hint="try the model on a short prompt, use another model, or pass"
+            " --allow-fallbacks to accept such a plan",
+        )
 
 
 def verify_data(

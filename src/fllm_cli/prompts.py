@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import FilterArgumentError, SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -21,6 +25,86 @@ from fllm_cli.resources import data_dir
 # the machine. (Jinja's sandbox already caps range() at 100,000 items.)
 MAX_BUILT = 1_000_000
 MAX_EXPONENT = 10_000
+# What one render may produce and take: loops and string growth are bounded through the
+# sandbox's hooks (every call, attribute or item read, operator and '~' join checks the clock).
+MAX_OUTPUT = 2_000_000
+MAX_RENDER_SECONDS = 3.0
+_DEADLINE: ContextVar[float | None] = ContextVar("fllm_render_deadline", default=None)
+
+
+def _tick() -> None:
+    """Fail once the current render has run past its time bound."""
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.monotonic() > deadline:
+        raise SecurityError(f"the template ran longer than {MAX_RENDER_SECONDS:g} s")
+
+
+def _check_size(value: Any) -> Any:
+    if isinstance(value, (str, list, tuple)) and len(value) > MAX_BUILT:
+        raise SecurityError(f"a value of more than {MAX_BUILT} items")
+    return value
+
+
+class _CountedRange:
+    """A range whose iteration checks the render's clock (nested loops cannot run on)."""
+
+    def __init__(self, inner: range) -> None:
+        self.inner = inner
+
+    def __iter__(self) -> Iterator[int]:
+        for item in self.inner:
+            _tick()
+            yield item
+
+    def __reversed__(self) -> Iterator[int]:
+        return iter(_CountedRange(self.inner[::-1]))
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __getitem__(self, index: Any) -> Any:
+        item = self.inner[index]
+        return _CountedRange(item) if isinstance(item, range) else item
+
+    def __contains__(self, value: Any) -> bool:
+        return value in self.inner
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+
+class _CheckedCodeGenerator(CodeGenerator):
+    """Compiles '~' joins through the environment, which bounds their length and time."""
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        if frame.eval_ctx.volatile:
+            join = "(markup_join if context.eval_ctx.volatile else str_join)"
+        elif frame.eval_ctx.autoescape:
+            join = "markup_join"
+        else:
+            join = "str_join"
+        self.write(f"environment.checked_join({join}, (")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+def render_bounded(template: jinja2.Template, variables: Mapping[str, Any]) -> str:
+    """Render ``template`` within the time and output bounds (a SecurityError past them)."""
+    token = _DEADLINE.set(time.monotonic() + MAX_RENDER_SECONDS)
+    try:
+        parts: list[str] = []
+        size = 0
+        for chunk in template.generate(**variables):
+            size += len(chunk)
+            if size > MAX_OUTPUT:
+                raise SecurityError(f"the template wrote more than {MAX_OUTPUT} characters")
+            parts.append(chunk)
+            _tick()
+        return "".join(parts)
+    finally:
+        _DEADLINE.reset(token)
 
 
 # Numbers in a format spec ("%3000000000d", "{:>3000000000}") are widths and precisions.
@@ -77,6 +161,26 @@ class _BoundedEnvironment(ImmutableSandboxedEnvironment):
     """The sandbox, with repetition, powers, joins, format widths and padding bounded."""
 
     intercepted_binops = frozenset({"*", "**", "%", "+"})
+    code_generator_class = _CheckedCodeGenerator
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        _tick()
+        return _check_size(super().getattr(obj, attribute))
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        _tick()
+        return _check_size(super().getitem(obj, argument))
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        _tick()
+        result = super().call(__context, __obj, *args, **kwargs)
+        return _CountedRange(result) if isinstance(result, range) else result
+
+    def checked_join(self, join: Any, parts: tuple[Any, ...]) -> Any:
+        _tick()
+        if sum(len(p) for p in parts if isinstance(p, str)) > MAX_BUILT:
+            raise SecurityError(f"the expression would build more than {MAX_BUILT} items")
+        return join(parts)
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -104,6 +208,7 @@ class _BoundedEnvironment(ImmutableSandboxedEnvironment):
         return checked
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        _tick()
         if operator == "%" and isinstance(left, str):
             _check_percent(left, right)
         joined = isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple))
@@ -153,7 +258,7 @@ def render(name: str, variables: Mapping[str, Any], search: Iterable[str | Path]
     """Render template ``name``; an undefined variable is an FllmError, not a crash."""
     template = get_template(name, search)
     try:
-        return template.render(**variables).strip() + "\n"
+        return render_bounded(template, variables).strip() + "\n"
     except jinja2.UndefinedError as exc:
         raise FllmError(f"prompt template '{name}': {exc.message}") from exc
     except TEMPLATE_FAILURES as exc:
@@ -164,7 +269,7 @@ def render_string(source: str, variables: Mapping[str, Any], what: str = "templa
     """Render an inline template string with the same strict, sandboxed rules."""
     env = environment(())
     try:
-        return env.from_string(source).render(**variables)
+        return render_bounded(env.from_string(source), variables)
     except jinja2.UndefinedError as exc:
         raise FllmError(f"{what}: {exc.message}") from exc
     except TEMPLATE_FAILURES as exc:

@@ -20,10 +20,35 @@ def shown(path: str | Path) -> str:
     return f"{text[:half]}…{text[-half:]} ({len(text):,} characters)"
 
 
-def read_text(path: str | Path, what: str = "file") -> str:
-    """Return the UTF-8 text of ``path``; a missing, unreadable or binary file is a UsageError."""
+# Spec files (domains, agents, problems) are written by people: a bigger one is a mistake or
+# an attack, and would take minutes to check. Data files (--data, corpora) may be larger.
+MAX_SPEC_BYTES = 8 * 1024 * 1024
+MAX_DATA_BYTES = 512 * 1024 * 1024
+
+
+def too_big(path: str | Path, limit: int) -> str | None:
+    """Return why ``path`` is over ``limit`` bytes (a one-line reason), else None."""
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        return None  # reading it says what is wrong
+    return None if size <= limit else size_reason(size, limit)
+
+
+def size_reason(size: int, limit: int) -> str:
+    """Say that a file of ``size`` bytes is over ``limit``."""
+    mb = 1048576
+    return f"the file is {size / mb:,.1f} MB; fllm reads such files up to {limit // mb} MB"
+
+
+def read_text(path: str | Path, what: str = "file", limit: int = MAX_DATA_BYTES) -> str:
+    """Return the UTF-8 text of ``path``; a missing, unreadable, binary or too big file is a
+    UsageError."""
     if "\0" in str(path):  # a file name read from a file may hold one; the OS cannot open it
         raise UsageError(f"no such {what}: {shown(path)!r} (the name holds a NUL character)")
+    reason = too_big(path, limit)
+    if reason is not None:
+        raise UsageError(f"'{shown(path)}': {reason}")
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -349,3 +349,29 @@ def test_stats_count_the_interface_question_and_time_the_whole_call(tmp_path: Pa
     assert stats["prompt_tokens"] == 10 * stats["llm_calls"]
     assert stats["seconds"] >= stats["search_seconds"] + 0.02
     assert stats["model_seconds"] >= 0.01 * stats["llm_calls"] - 1e-6
+
+
+def test_a_plan_of_unread_replies_is_not_presented_as_the_models(
+    tmp_path: Path, openagi: str
+) -> None:
+    """Every reply is garbage: the plan would be fllm's defaults, so the run fails (exit 1)
+    unless the user accepts fallbacks; a few unread replies among many are accepted."""
+    garbage = tmp_path / "garbage.txt"
+    garbage.write_text("banana\n" * 40)
+    out = tmp_path / "plan.json"
+    args = ("plan", openagi, TASK, "--search", "greedy", "--model", f"scripted:{garbage}")
+    code, stdout, err = run_fllm(*args, "-o", str(out))
+    assert code == 1
+    assert err.startswith("error: the model's replies could not be read: ")
+    assert "--allow-fallbacks" in err and "Traceback" not in err
+    assert not out.exists()
+    code, stdout, _ = run_fllm(*args, "--allow-fallbacks", "-f", "json")
+    assert code == 0
+    stats = json.loads(stdout)["stats"]
+    assert stats["unread_replies"] == stats["choices_asked"] > 0
+    mostly = tmp_path / "mostly.txt"  # the first choice's reply and correction are garbage
+    mostly.write_text("banana\n" * 2 + "1\n" * 40)
+    code, stdout, _ = run_fllm(*args[:-1], f"scripted:{mostly}", "-f", "json")
+    assert code == 0
+    stats = json.loads(stdout)["stats"]
+    assert stats["unread_replies"] == 1 and stats["choices_asked"] >= 4

@@ -153,12 +153,52 @@ def test_a_state_named_by_a_mapping_is_an_error_not_an_object_dump(tmp_path: Pat
         ("{{ 'x'|center(3000000000) }}", "center width above"),
         ("{{ 'a'|indent(3000000000) }}", "indent width above"),
         ("{% set s = 'x' * 900000 %}{{ s + s }}", "more than 1000000 items"),
+        # string growth by '~', which the sandbox's operator hooks do not see
+        (
+            "{% set ns = namespace(s='xxxxxxxxxx') %}{% for i in range(60) %}"
+            "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
+            "more than 1000000 items",
+        ),
+        # output beyond the render bound, written a little at a time
+        (
+            "{% for i in range(100000) %}{% for j in range(100) %}xxxxxxxxxxxxxxxxxxxx"
+            "{% endfor %}{% endfor %}",
+            "wrote more than 2000000 characters",
+        ),
     ],
 )
 def test_inline_templates_fail_as_the_template_s_fault(source: str, needle: str) -> None:
     with pytest.raises(FllmError, match=needle) as info:
         render_string(source, {}, what="the greeting")
     assert str(info.value.message).startswith("the greeting: ")
+
+
+def test_nested_loops_stop_at_the_render_time_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten billion empty iterations would run for hours; the render stops at its bound."""
+    import time
+
+    from fllm_cli import prompts
+
+    monkeypatch.setattr(prompts, "MAX_RENDER_SECONDS", 0.2)
+    source = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    start = time.monotonic()
+    with pytest.raises(FllmError, match=r"the template ran longer than 0\.2 s"):
+        render_string(source, {}, what="the greeting")
+    assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize(
+    ("source", "text"),
+    [
+        ("{{ range(5)|list }} {{ range(4)|length }} {{ range(3)|reverse|list }}",
+         "[0, 1, 2, 3, 4] 4 [2, 1, 0]"),
+        ("{% for i in range(3) %}{{ loop.index }}/{{ loop.length }} {% endfor %}",
+         "1/3 2/3 3/3 "),
+        ("{{ 'a' ~ 1 ~ none }}{{ (range(10)[2:4])|list }}", "a1None[2, 3]"),
+    ],
+)  # fmt: skip
+def test_ranges_and_joins_behave_as_before_inside_the_bounds(source: str, text: str) -> None:
+    assert render_string(source, {}) == text
 
 
 def test_plan_analyses_stop_at_their_time_bound(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -222,3 +262,19 @@ def test_a_diagnostic_on_a_huge_line_shows_a_window_of_it(tmp_path: Path) -> Non
     text = result.out + result.err
     assert f"{path}:2:3000015: error: YAML syntax error" in text
     assert len(text) < 2000 and "…" in text and ": : bad" in text
+
+
+@pytest.mark.parametrize(
+    "reproducer", sorted((ROOT / "fuzz" / "findings" / "templates").glob("*.yaml")), ids=str
+)
+def test_template_bomb_reproducers_fail_cleanly_at_validate_and_plan(reproducer: Path) -> None:
+    """The fuzz corpus's template bombs: a located error at validate, a clean exit 1 at plan."""
+    code, out, err = run_fllm("validate", str(reproducer), timeout=60)
+    assert code == 1 and "Traceback" not in out + err
+    assert f"{reproducer}:6:8: error: intro: " in out
+    code, out, err = run_fllm(
+        "plan", str(reproducer), "say it", "-i", "text", "--output", "text",
+        "--search", "greedy", "--model", "random:1", timeout=60,
+    )  # fmt: skip
+    assert code == 1 and err.startswith("error: ") and "intro: " in err
+    assert "internal error" not in err and "Traceback" not in err

@@ -110,3 +110,36 @@ def test_empty_reply_is_not_cached(stub_server: StubServer, tmp_path: Any) -> No
     stub_server.play("empty", "ok:2")
     model.generate(GenerateRequest(prompt="x"))
     assert model.generate(GenerateRequest(prompt="x")).text == "2"
+
+
+def test_a_hung_provider_is_asked_twice_not_once_per_retry(stub_server: StubServer) -> None:
+    """A provider that never answers in time holds a call for 2 x --timeout, not 1 + retries."""
+    stub_server.play(then="slow:2")
+    with pytest.raises(BackendError) as info:
+        _model(stub_server, retries=4, timeout=0.3).generate(GenerateRequest(prompt="hi"))
+    assert len(stub_server.requests) == 2
+    message = info.value.one_line()
+    assert message.startswith("the provider did not answer in time")
+    assert "gave up after 2 attempts" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "meaning"),
+    [
+        ("APIConnectionError", "litellm.APIConnectionError: OpenAIException - Connection error.",
+         "cannot reach the provider: Connection error."),
+        ("RateLimitError", "litellm.RateLimitError: RateLimitError: OpenAIException - Slow down",
+         "the provider is limiting the request rate: Slow down"),
+        ("AuthenticationError", "litellm.AuthenticationError: AuthenticationError: bad key",
+         "the provider refused the API key: bad key"),
+        ("Timeout", "litellm.Timeout: APITimeoutError - Request timed out.",
+         "the provider did not answer in time: Request timed out."),
+        ("SomethingNew", "", "the provider call failed"),
+    ],
+)  # fmt: skip
+def test_provider_errors_are_said_in_fllms_words(name: str, text: str, meaning: str) -> None:
+    from fllm_cli.llm.litellm_backend import classify
+
+    error = classify(type(name, (Exception,), {})(text))
+    assert error.message == meaning
+    assert "litellm" not in error.one_line() and "Exception" not in error.message

@@ -62,12 +62,17 @@ def test_persistent_failure_is_one_clean_line(stub_server: StubServer, openagi: 
     assert "gave up after 3 attempts" in err
 
 
-def test_nonsense_replies_still_give_a_valid_plan(
+def test_nonsense_replies_are_not_presented_as_the_models_plan(
     stub_server: StubServer, openagi: str, tmp_path: Path
 ) -> None:
+    """Every reply is nonsense: by default the run fails (exit 1) and writes no plan; with
+    --allow-fallbacks the plan of defaults is still valid."""
     stub_server.play("ok:I am not sure.", "ok:", then="ok:banana 42")
     out = tmp_path / "plan.json"
     code, _, err = plan(stub_server, openagi, "-o", str(out))
+    assert code == 1 and err.startswith("error: the model's replies could not be read: ")
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    code, _, err = plan(stub_server, openagi, "-o", str(out), "--allow-fallbacks")
     assert code == 0, err
     doc = json.loads(out.read_text())
     assert doc["stats"]["fallbacks"] == doc["stats"]["choice_points"]

@@ -134,3 +134,60 @@ def test_a_deep_work_folder_made_by_generated_code_is_cleaned_up(
         remove_tree(str(folder))
     assert result.ok, result.error
     assert not left
+
+
+def _no_leftovers(tmp_path: Path) -> list[Path]:
+    from fllm_cli.solve.sandbox import remove_tree
+
+    left = list(tmp_path.glob("fllm-solve-*"))
+    for folder in left:
+        remove_tree(str(folder))
+    return left
+
+
+@pytest.mark.parametrize(
+    ("code", "seen"),
+    [
+        # many small files, written faster than the folder is measured: the count at removal
+        ("for i in range(1500):\n    open(f'f{i}', 'w').close()\n", "1,50"),
+        # a few big files, then a wait: the measurement while it runs stops it
+        (
+            "import time\nfor i in range(6):\n    open(f'b{i}', 'wb').write(b'x' * (3 << 20))\n"
+            "time.sleep(20)\n",
+            "MB in its work folder",
+        ),
+    ],
+    ids=["many-files", "big-files"],
+)
+def test_a_program_that_fills_its_work_folder_gets_a_disk_result(
+    code: str, seen: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+    import time
+
+    from fllm_cli.solve.sandbox import Limits
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    limits = Limits(timeout=30, memory_mb=SMALL.memory_mb, work_mb=10, work_entries=1000)
+    start = time.monotonic()
+    result = run_code(code + "solver = Solver()\n", limits=limits)
+    assert (result.ok, result.kind) == (False, "disk")
+    assert result.error.startswith("the program used too much disk: ") and seen in result.error
+    assert "at most 1,000 and 10 MB" in result.error
+    assert time.monotonic() - start < 15  # the big-files case was stopped, not timed out
+    assert not _no_leftovers(tmp_path)
+
+
+def test_a_program_inside_its_work_limits_is_not_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from fllm_cli.solve.sandbox import Limits
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    limits = Limits(timeout=30, memory_mb=SMALL.memory_mb, work_mb=10, work_entries=1000)
+    code = "for i in range(900):\n    open(f'f{i}', 'w').write('x')\nsolver = Solver()\n"
+    result = run_code(code, limits=limits)
+    assert result.ok, result.error
+    assert not _no_leftovers(tmp_path)

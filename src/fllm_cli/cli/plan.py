@@ -140,6 +140,12 @@ def plan(
         "encoder), ask the model among ties (tool domains); words: the same by shared words; "
         "greedy: ask at every choice point, as the paper does. 'beam' is 'meaning'.",
     ),
+    allow_fallbacks: bool = typer.Option(
+        False,
+        "--allow-fallbacks",
+        help="Accept a plan although more than a quarter of the model's replies named no "
+        "option (those choices took the first option); by default such a run fails.",
+    ),
 ) -> None:
     """Make a model plan inside the domain's automaton; the plan is valid by construction.
 
@@ -183,6 +189,7 @@ def plan(
                 data=data,
                 request=given,
                 search=search,
+                allow_fallbacks=allow_fallbacks,
             )
     except FllmError as exc:
         if trace_file:

@@ -30,7 +30,7 @@ from fllm_cli.domain.model import (
 )
 from fllm_cli.domain.yamlloc import Node, Reader
 from fllm_cli.errors import FllmError
-from fllm_cli.prompts import TEMPLATE_FAILURES, environment, template_reason
+from fllm_cli.prompts import TEMPLATE_FAILURES, environment, render_bounded, template_reason
 
 ANY = "∀"
 ANY_SPELLINGS = {"∀", "*", "any"}
@@ -96,7 +96,7 @@ def _render(source: object, binding: dict[str, Any]) -> str:
     if "{{" not in text and "{%" not in text:
         return text
     try:
-        return _env().from_string(text).render(**binding).strip()
+        return render_bounded(_env().from_string(text), binding).strip()
     except TEMPLATE_FAILURES as exc:
         raise _Bad(f"cannot evaluate '{text}': {_jinja_message(exc)}") from None
 

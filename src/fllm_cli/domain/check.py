@@ -14,7 +14,9 @@ from jinja2 import meta
 from fllm_cli.diagnostics import Diagnostic, Location, did_you_mean
 from fllm_cli.domain.automaton_check import check_automaton
 from fllm_cli.domain.model import DEFAULT_TEMPLATES, Domain, default_template
-from fllm_cli.prompts import environment
+from fllm_cli.domain.variables import placeholder_vars
+from fllm_cli.errors import FllmError
+from fllm_cli.prompts import environment, render_string
 
 # Variables each prompt template may use (documented in docs/spec.md).
 TEMPLATE_VARIABLES: dict[str, frozenset[str]] = {
@@ -161,7 +163,22 @@ def check_templates(domain: Domain) -> list[Diagnostic]:
         name = domain.prompts.get(key) or default_template(domain, key)
         loc = domain.prompt_locs.get(key, Location(domain.path))
         out += _check_one_template(domain, key, name, loc)
-    return out
+    return out + _check_intro(domain)
+
+
+def _check_intro(domain: Domain) -> list[Diagnostic]:
+    """Render a templated intro once with the variables' defaults (or placeholders), so an
+    intro that fails or runs past the render bounds is an error here, not at planning."""
+    templated = "{{" in domain.intro or "{%" in domain.intro
+    rendered = bool(domain.vars) or domain.automaton is not None  # as the planners do
+    if not (templated and rendered):
+        return []
+    try:
+        render_string(domain.intro, placeholder_vars(domain, None), "intro")
+    except FllmError as exc:
+        loc = domain.prompt_locs.get("intro", Location(domain.path))
+        return [Diagnostic("error", exc.message, loc)]
+    return []
 
 
 def _check_one_template(domain: Domain, key: str, name: str, loc: Location) -> list[Diagnostic]:

@@ -20,7 +20,7 @@ from fllm_cli.domain.model import (
 from fllm_cli.domain.yamlloc import Node, Reader, load
 from fllm_cli.errors import SpecError
 from fllm_cli.resources import resolve_spec_path
-from fllm_cli.textio import read_text
+from fllm_cli.textio import MAX_SPEC_BYTES, read_text, size_reason, too_big
 
 TOP_KEYS = {
     "fllm",
@@ -64,6 +64,9 @@ def read_domain(
     shown = str(path)
     try:
         if text is None:
+            reason = too_big(resolved, MAX_SPEC_BYTES)
+            if reason is not None:
+                return None, [Diagnostic("error", reason, Location(shown))]
             text = resolved.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None, [Diagnostic("error", "no such file", Location(shown))]
@@ -73,6 +76,9 @@ def read_domain(
         return None, [Diagnostic("error", "not UTF-8 text", Location(shown))]
     except OSError as exc:
         return None, [Diagnostic("error", f"cannot read: {exc.strerror}", Location(shown))]
+    if len(text) > MAX_SPEC_BYTES:  # read by the caller: its characters, at least as many bytes
+        message = size_reason(len(text.encode("utf-8")), MAX_SPEC_BYTES)
+        return None, [Diagnostic("error", message, Location(shown))]
     root, diags = load(text, shown)
     if root is None:
         return None, diags
@@ -115,6 +121,9 @@ def _domain(reader: Reader, root: Node, shown: str, resolved: Path) -> Domain | 
     automaton = read_automaton(reader, get(top, "automaton"))
     variables = read_vars(reader, get(top, "vars"))
     prompts, prompt_locs = _prompts(reader, get(top, "prompts"))
+    intro_node = get(top, "intro")
+    if intro_node is not None:  # where check_templates points when the intro cannot render
+        prompt_locs = {**prompt_locs, "intro": intro_node.loc}
     kind_node = get(top, "kind")
     kind = reader.string(kind_node, "kind")
     if kind is None:

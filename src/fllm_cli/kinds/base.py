@@ -272,7 +272,7 @@ class Kind(ABC):
                 proposed.as_dict() if proposed is not None else "no usable proposal"
             )
         for r in asked:
-            before.charge(r.calls, r.usage, r.cached, r.fallback, r.seconds)
+            before.charge(r.calls, r.usage, r.cached, r.fallback, r.seconds, asked=True)
         stats = result.document["stats"]
         before.add_into(stats)
         stats["choice_points"] += len(asked)

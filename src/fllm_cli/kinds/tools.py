@@ -15,6 +15,7 @@ from fllm_cli.domain.model import Domain, Task
 from fllm_cli.grammar.compile import default_task, make_task, tool_grammar
 from fllm_cli.kinds.base import Kind
 from fllm_cli.kinds.grammar_based import GrammarCompiled
+from fllm_cli.kinds.tool_witness import Witnesses, tool_verdicts
 from fllm_cli.search.interface import plan_shape_cost, tool_evidence
 from fllm_cli.search.relevance import Relevance
 from fllm_cli.search.strategy import Strategy
@@ -108,13 +109,25 @@ def tool_plan_analyses(domain: Domain) -> list[Diagnostic]:
     # Every modality the interface allows is offered at once here, as inputs a plan may use:
     # a real task gives some of them, and only those must be used.
     domain = replace(domain, limits=replace(domain.limits, use_every_input=False))
+    witnesses = Witnesses(domain, frozenset(ins))
     for output in outs:
         if time.monotonic() > deadline:
             return [*out, _stopped(where)]
-        task = Task("", tuple((m, m) for m in ins), output)
-        # A smaller budget keeps validate quick; an exhausted search only suppresses a warning.
-        look = GrammarLookahead(pda_from_grammar(tool_grammar(domain, task)), node_budget=20_000)
-        if not look.word_exists():
+        # Cheapest trees settle most questions in linear time (kinds/tool_witness.py); a
+        # search decides only what a witness that breaks a limit leaves open.
+        exists, verdicts = tool_verdicts(witnesses, output, frozenset(usable))
+        look: GrammarLookahead | None = None
+
+        def search(output: str = output) -> GrammarLookahead:
+            task = Task("", tuple((m, m) for m in ins), output)
+            # A smaller budget keeps validate quick; an exhausted search only spares a warning.
+            grammar = tool_grammar(domain, task)
+            return GrammarLookahead(pda_from_grammar(grammar), node_budget=20_000)
+
+        if exists is None:
+            look = search()
+            exists = look.word_exists()
+        if not exists:
             out.append(
                 Diagnostic(
                     "warning",
@@ -126,11 +139,16 @@ def tool_plan_analyses(domain: Domain) -> list[Diagnostic]:
             continue
         any_plan = True
         for tool in domain.tools:
+            verdict = verdicts.get(tool.name)
+            if tool.name in usable or verdict is False:
+                continue
+            if verdict is True:
+                usable.add(tool.name)
+                continue
             if time.monotonic() > deadline:
                 return [*out, _stopped(where)]
-            if tool.name not in usable and (
-                look.word_exists(frozenset({tool.name})) or look.exhausted_last
-            ):
+            look = look or search()
+            if look.word_exists(frozenset({tool.name})) or look.exhausted_last:
                 usable.add(tool.name)  # an exhausted search proves nothing: no warning
     if not any_plan:
         return [

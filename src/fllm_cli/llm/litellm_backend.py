@@ -78,23 +78,63 @@ _HINTS = {
     "PermissionDeniedError": "the key has no access to this model",
     "ContextWindowExceededError": "the prompt is too long for this model",
 }
+# What each provider failure means, in fllm's words (the library's class names and wrapper
+# prefixes mean nothing to a user); the provider's own first line follows, cleaned.
+_MEANING = (
+    ("ContextWindowExceeded", "the prompt is too long for the model's context window"),
+    ("AuthenticationError", "the provider refused the API key"),
+    ("PermissionDeniedError", "the API key has no access to this model"),
+    ("NotFoundError", "the provider does not know this model or address"),
+    ("BadRequestError", "the provider refused the request"),
+    ("RateLimitError", "the provider is limiting the request rate"),
+    ("Timeout", "the provider did not answer in time"),
+    ("APIConnectionError", "cannot reach the provider"),
+    ("ServiceUnavailableError", "the provider is unavailable"),
+    ("InternalServerError", "the provider failed"),
+    ("JSONDecodeError", "the provider's reply is not valid JSON"),
+    ("APIError", "the provider failed"),
+)
+# Library class names and wrapper prefixes: "litellm.APIConnectionError: OpenAIException - ".
+_WRAPPER = re.compile(r"^(?:(?:litellm\.)?\w*(?:Error|Exception|Timeout)\b\s*[:-]?\s*-?\s*)+")
+
+
+def provider_detail(exc: BaseException) -> str:
+    """Return the provider's own first line without library class names (at most 200 chars)."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    first = _WRAPPER.sub("", first.replace("litellm.", "")).strip()
+    return first[:200] + ("..." if len(first) > 200 else "")
 
 
 def classify(exc: BaseException) -> BackendError:
-    """Map a provider exception to a BackendError saying whether a retry may help."""
+    """Map a provider exception to a BackendError in fllm's words, saying whether a retry
+    may help (``timed_out`` marks a request that got no answer in time)."""
     kind = type(exc).__name__
-    first = (str(exc).strip().splitlines() or [kind])[0]
-    first = first.replace("litellm.", "")[:300]
+    status = getattr(exc, "status_code", None)
+    meaning = next((text for name, text in _MEANING if name in kind), None)
+    if meaning is None:
+        meaning = (
+            f"the provider answered HTTP {status}"
+            if isinstance(status, int)
+            else ("the provider call failed")
+        )
+    detail = provider_detail(exc)
+    message = f"{meaning}: {detail}" if detail and detail.lower() != meaning else meaning
     if "ContextWindowExceeded" in kind:
-        return ContextOverflow(f"{kind}: {first}", hint=_HINTS["ContextWindowExceededError"])
+        return ContextOverflow(message, hint=_HINTS["ContextWindowExceededError"])
     for name, hint in _HINTS.items():
         if name in kind:
-            return BackendError(f"{kind}: {first}", retryable=False, hint=hint)
-    status = getattr(exc, "status_code", None)
+            return BackendError(message, retryable=False, hint=hint)
     retryable = any(name in kind for name in _RETRYABLE) or (
         isinstance(status, int) and (status == 429 or status >= 500)
     )
-    return BackendError(f"{kind}: {first}", retryable=retryable)
+    error = BackendError(message, retryable=retryable)
+    error.timed_out = "Timeout" in kind  # type: ignore[attr-defined]
+    return error
+
+
+# A provider that did not answer within --timeout is retried once: one that hangs would
+# otherwise hold every model call for --timeout x (1 + --retries).
+TIMEOUT_RETRIES = 1
 
 
 # A 400/422 that says a request parameter is not accepted (OpenAI, vLLM, LiteLLM...).
@@ -306,7 +346,10 @@ class LiteLLMModel(TextModel):
                 if refusable and refuses_parameter(exc, refusable):
                     raise _Refused(classify(exc).message, attempt + 1) from None
                 error = classify(exc)
-                if not error.retryable or attempt >= self.options.retries:
+                limit = self.options.retries
+                if getattr(error, "timed_out", False):
+                    limit = min(limit, TIMEOUT_RETRIES)
+                if not error.retryable or attempt >= limit:
                     if error.retryable:
                         error.message += f" (gave up after {attempt + 1} attempts)"
                     raise error from None

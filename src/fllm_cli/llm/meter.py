@@ -52,14 +52,25 @@ class ModelStats:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     model_seconds: float = 0.0
+    choices_asked: int = 0  # choices put to the model
+    unread_replies: int = 0  # of which no reply named an option (they took a default)
 
     def charge(
-        self, calls: int, usage: Usage, cached: bool, fallback: bool, seconds: float
+        self,
+        calls: int,
+        usage: Usage,
+        cached: bool,
+        fallback: bool,
+        seconds: float,
+        asked: bool = False,
     ) -> None:
-        """Add one call's cost."""
+        """Add one call's cost; ``asked`` for a choice the model was asked (not one fllm made
+        when a budget ran out), whose ``fallback`` then means its reply could not be read."""
         self.llm_calls += calls
         self.cached += int(cached)
         self.fallbacks += int(fallback)
+        self.choices_asked += int(asked)
+        self.unread_replies += int(asked and fallback)
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
         self.cost_usd += usage.cost_usd
@@ -204,12 +215,18 @@ class RunMeter(Model):
                 meter.on_call(meter.tally)
 
     def _charge(
-        self, calls: int, usage: Usage, cached: bool, fallback: bool, seconds: float = 0.0
+        self,
+        calls: int,
+        usage: Usage,
+        cached: bool,
+        fallback: bool,
+        seconds: float = 0.0,
+        asked: bool = False,
     ) -> None:
         for meter in self._chain():
             with meter._lock:
                 s = meter.stats
-                s.charge(calls, usage, cached, fallback, seconds)
+                s.charge(calls, usage, cached, fallback, seconds, asked)
                 meter.tally.calls = s.llm_calls
                 meter.tally.tokens = s.prompt_tokens + s.completion_tokens
                 meter.tally.cost_usd = s.cost_usd
@@ -235,7 +252,7 @@ class RunMeter(Model):
         start = time.perf_counter()
         result = self.inner.choose(request)
         latency = time.perf_counter() - start
-        self._charge(result.calls, result.usage, result.cached, result.fallback, latency)
+        self._charge(result.calls, result.usage, result.cached, result.fallback, latency, True)
         self._keep(choice_record(request, result, latency, **extra))
         return result
 

@@ -17,7 +17,7 @@ from fllm_cli.errors import SpecError, UsageError
 from fllm_cli.ltl.formula import Formula, atoms_in_order, parse_formula
 from fllm_cli.resources import resolve_spec_path
 from fllm_cli.sexp import Atom, SExp, SList, read, show
-from fllm_cli.textio import read_text
+from fllm_cli.textio import MAX_SPEC_BYTES, read_text
 
 TOOLS = ":tools"  # the choices marker meaning 'the names of the available tools'
 
@@ -485,7 +485,7 @@ def read_spec_text(path: str) -> tuple[str, str]:
     """Return ``(resolved path, text)`` of a spec file, or raise UsageError."""
     resolved = resolve_spec_path(path)
     try:
-        return str(resolved), read_text(resolved, "agent spec")
+        return str(resolved), read_text(resolved, "agent spec", MAX_SPEC_BYTES)
     except UsageError as exc:  # name the path the user gave, not the resolved one
         raise UsageError(exc.message.replace(str(resolved), path)) from None
 

@@ -17,7 +17,7 @@ from fllm_cli.diagnostics import Diagnostic, Location
 from fllm_cli.domain.yamlloc import Node, Reader, load
 from fllm_cli.errors import FllmError, SpecError, UsageError
 from fllm_cli.solve.pddl import Atom, Domain, Task, parse_domain, parse_problem
-from fllm_cli.textio import read_text
+from fllm_cli.textio import MAX_SPEC_BYTES, read_text
 
 KINDS = ("multi-constraint", "multi-step")
 TOP_KEYS = {
@@ -149,7 +149,7 @@ def validate_problem_spec(path: str) -> list[Diagnostic]:
 
 def load_problem(path: str | Path) -> Problem:
     """Load a problem file, raising SpecError with the first error (all are attached)."""
-    read_text(path, "problem file")  # unreadable: a misuse of the command (exit 2)
+    read_text(path, "problem file", MAX_SPEC_BYTES)  # unreadable: a misuse of the command (exit 2)
     problem, diagnostics = _load(str(path))
     if problem is None or any(d.severity == "error" for d in diagnostics):
         raise SpecError(
@@ -160,7 +160,7 @@ def load_problem(path: str | Path) -> Problem:
 
 def _load(path: str) -> tuple[Problem | None, list[Diagnostic]]:
     try:
-        text = read_text(path, "problem file")
+        text = read_text(path, "problem file", MAX_SPEC_BYTES)
     except UsageError as exc:
         return None, [Diagnostic("error", exc.message, Location(path))]
     root, diagnostics = load(text, path)

@@ -47,7 +47,7 @@ from fllm_cli.solve import lockdown
 CHILD = Path(__file__).with_name("child.py")
 RESULT_CAP = 32 * 2**20  # bytes of result JSON read back from the supervisor
 STDERR_CAP = 256 * 2**10  # bytes of diagnostics read back before the group is killed
-KINDS = {"ok", "error", "timeout", "memory", "blocked", "crash", "unisolated"}
+KINDS = {"ok", "error", "timeout", "memory", "disk", "blocked", "crash", "unisolated"}
 STATUSES = {"sat", "unsat", "unknown", "no-solver", ""}
 
 
@@ -60,6 +60,11 @@ class Limits:
     cpu_seconds: int | None = None
     max_output: int = 20000
     file_mb: int = 16
+    # The work folder as a whole: files and folders, and the disk they take. Checked while the
+    # code runs (a few times a second, so a fast writer may pass it by what it writes in that
+    # time, each file at most file_mb) and exactly when the folder is removed.
+    work_mb: int = 64
+    work_entries: int = 10_000
 
 
 @dataclass
@@ -67,7 +72,7 @@ class ExecResult:
     """What one sandboxed run produced."""
 
     ok: bool
-    kind: str  # "ok", "error", "timeout", "memory", "blocked", "crash"
+    kind: str  # "ok", "error", "timeout", "memory", "disk", "blocked", "crash"
     status: str = ""  # solver status: sat, unsat, unknown, no-solver
     objective: Any = None
     values: dict[str, Any] = field(default_factory=dict)
@@ -163,29 +168,85 @@ def run_code(
         "message_cap": max(2**20, min(64 * 2**20, memory // 8)),
     }
     workdir = tempfile.mkdtemp(prefix="fllm-solve-")
+    used = WorkUsage()
     try:
-        result = _spawn(job, config, limits.timeout, workdir)
+        result = _spawn(job, config, limits, workdir)
     finally:
-        remove_tree(workdir)
+        used = remove_tree(workdir)
+    over = used.over(limits)
+    if over is not None and result.kind != "disk":
+        result = ExecResult(False, "disk", error=over)
     if result.kind == "unisolated":
         raise _unavailable(result.error)
     return result
 
 
+@dataclass
+class WorkUsage:
+    """What a work folder held: entries (files, folders, links) and the disk they took."""
+
+    entries: int = 0
+    disk_bytes: int = 0
+
+    def add(self, name: str, folder: int) -> None:
+        """Count entry ``name`` of the open ``folder`` (never following a link)."""
+        self.entries += 1
+        with contextlib.suppress(OSError):
+            self.disk_bytes += os.stat(name, dir_fd=folder, follow_symlinks=False).st_blocks * 512
+
+    def over(self, limits: Limits) -> str | None:
+        """Say how the code used too much disk, else None."""
+        mb = self.disk_bytes / 2**20
+        if self.entries > limits.work_entries or mb > limits.work_mb:
+            return (
+                f"the program used too much disk: {self.entries:,} files and folders, "
+                f"{mb:,.1f} MB in its work folder (at most {limits.work_entries:,} and "
+                f"{limits.work_mb} MB)"
+            )
+        return None
+
+
+def work_usage(root: str, limits: Limits) -> WorkUsage:
+    """Count the work folder while the code runs, stopping once it is over ``limits``.
+
+    Paths are walked as written: a part nested deeper than a path can be written is not
+    seen here, but is counted when the folder is removed (``remove_tree``)."""
+    used = WorkUsage()
+    stack = [root]
+    while stack and used.over(limits) is None:
+        folder = stack.pop()
+        try:
+            fd = os.open(folder, _DIR_FLAGS)
+        except OSError:
+            continue
+        try:
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    used.add(entry.name, fd)
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(os.path.join(folder, entry.name))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return used
+
+
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
-def remove_tree(root: str) -> None:
+def remove_tree(root: str) -> WorkUsage:
     """Remove a folder whatever its shape: no recursion and no long paths (3,000 nested
     folders made ``shutil.rmtree`` raise RecursionError and leave the folder behind), never
     following a link. Each folder inside the top one has its own folders moved up to the top
     and its files removed, so at most two folders are open at a time. Best effort: what cannot
-    be removed stays."""
+    be removed stays. Returns what the folder held."""
+    used = WorkUsage()
     try:
         top = os.open(root, _DIR_FLAGS)
     except OSError:
-        return
-    moved = 0
+        return used
+    moved, first = 0, True
     try:
         while True:
             with os.scandir(top) as entries:
@@ -193,6 +254,10 @@ def remove_tree(root: str) -> None:
             if not names:
                 break
             progress = False
+            if first:  # the top level; deeper entries are counted inside their folder
+                for name, _ in names:
+                    used.add(name, top)
+                first = False
             for name, is_dir in names:
                 if not is_dir:
                     progress |= _unlink(name, top)
@@ -205,6 +270,7 @@ def remove_tree(root: str) -> None:
                     with os.scandir(inner) as entries:
                         children = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
                     for child, child_is_dir in children:
+                        used.add(child, inner)
                         if child_is_dir:  # up to the top folder, under a fresh name
                             moved += 1
                             try:
@@ -227,6 +293,7 @@ def remove_tree(root: str) -> None:
         os.close(top)
     with contextlib.suppress(OSError):
         os.rmdir(root)
+    return used
 
 
 def _unlink(name: str, folder: int) -> bool:
@@ -244,7 +311,7 @@ def _unavailable(missing: str) -> SandboxUnavailable:
     )
 
 
-def _spawn(job: dict[str, Any], config: dict[str, Any], timeout: float, workdir: str) -> ExecResult:
+def _spawn(job: dict[str, Any], config: dict[str, Any], limits: Limits, workdir: str) -> ExecResult:
     """Start the child, feed it the job, enforce the wall clock and caps, parse its answer."""
     argv = [sys.executable, "-I", str(CHILD), json.dumps(config)]
     try:
@@ -260,9 +327,13 @@ def _spawn(job: dict[str, Any], config: dict[str, Any], timeout: float, workdir:
     except OSError as exc:
         return ExecResult(False, "crash", error=f"cannot start the sandbox: {exc.strerror}")
     try:
-        out, err, trouble = _collect(proc, json.dumps(job).encode("utf-8"), timeout)
+        watch = (workdir, limits)
+        out, err, trouble = _collect(proc, json.dumps(job).encode("utf-8"), limits.timeout, watch)
     finally:
         _kill(proc)
+    timeout = limits.timeout
+    if trouble.startswith("disk:"):
+        return ExecResult(False, "disk", error=trouble[len("disk:") :])
     if trouble == "timeout":
         return ExecResult(
             False,
@@ -285,24 +356,39 @@ def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
         pipe.close()
 
 
+WORK_POLL_SECONDS = 0.25  # how often the work folder is measured while the code runs
+
+
 def _collect(
-    proc: subprocess.Popen[bytes], data: bytes, timeout: float
+    proc: subprocess.Popen[bytes],
+    data: bytes,
+    timeout: float,
+    watch: tuple[str, Limits] | None = None,
 ) -> tuple[bytes, bytes, str]:
-    """Read stdout and stderr until both close; return them and "", "timeout" or "overflow"."""
+    """Read stdout and stderr until both close; return them and "", "timeout", "overflow" or
+    "disk:WHY" (the work folder of ``watch`` went over its limits)."""
     threading.Thread(target=_feed, args=(proc.stdin, data), daemon=True).start()
     assert proc.stdout is not None and proc.stderr is not None
     caps = {proc.stdout.fileno(): RESULT_CAP, proc.stderr.fileno(): STDERR_CAP}
     chunks: dict[int, list[bytes]] = {fd: [] for fd in caps}
     sizes = dict.fromkeys(caps, 0)
     deadline = time.monotonic() + timeout
+    measure = time.monotonic() + WORK_POLL_SECONDS
     with selectors.DefaultSelector() as sel:
         for fd in caps:
             sel.register(fd, selectors.EVENT_READ)
         while sel.get_map():
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 return b"", b"", "timeout"
-            for key, _ in sel.select(left):
+            if watch is not None and now >= measure:
+                over = work_usage(*watch).over(watch[1])
+                if over is not None:
+                    return b"", b"", "disk:" + over
+                measure = time.monotonic() + WORK_POLL_SECONDS
+            wait = left if watch is None else min(left, max(0.0, measure - now))
+            for key, _ in sel.select(wait):
                 chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
                     sel.unregister(key.fd)
