@@ -116,3 +116,41 @@ def test_a_spec_file_over_the_size_bound_is_one_located_error(tmp_path: Path) ->
             f"{spec}: " in out + err
             and "the file is 8.0 MB; fllm reads such files up to 8 MB" in out + err
         )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "just text\n",
+        "a: 1\na: 2\n",  # a duplicate key
+        "yes: 1\n2: two\nnull: x\n",  # keys that are not strings
+        "a: &x [1, 2]\nb: *x\n",  # an anchor and an alias
+        "a: {}\nb: []\nc:\nd: ~\ne: 1.5\nf: 0x10\ng: 2001-02-30\n",  # a bad date
+        "? [1, 2]\n: complex key\n",
+        "--- 1\n--- 2\n",  # two documents
+        "a: [1, [2, [3, {b: c}]]]\n",
+        "'quoted': \"é\\u00e9\"\nmulti: |\n  line one\n  line two\n",
+        "x: " + "[" * 70 + "]" * 70 + "\n",  # deeper than the bound
+    ],
+)
+def test_the_direct_builder_agrees_with_the_composer(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fllm_cli.domain import yamlloc
+
+    def shape(result):  # type: ignore[no-untyped-def]
+        node, diags = result
+
+        def located(n):  # type: ignore[no-untyped-def]
+            if isinstance(n.value, dict):
+                return ({k: (located(v), n.key_locs.get(k)) for k, v in n.value.items()}, n.loc)
+            if isinstance(n.value, list):
+                return ([located(v) for v in n.value], n.loc)
+            return (n.value, n.loc)
+
+        return (None if node is None else located(node)), diags
+
+    fast = shape(yamlloc.load(text, "f.yaml"))
+    monkeypatch.setattr(yamlloc, "_Fast", None)
+    assert fast == shape(yamlloc.load(text, "f.yaml"))

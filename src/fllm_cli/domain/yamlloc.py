@@ -129,6 +129,96 @@ class _Budget:
         return True
 
 
+class _Unsure(Exception):
+    """The direct builder leaves this text to the composer (aliases, odd keys, errors)."""
+
+
+def _direct(text: str, path: str, diags: list[Diagnostic]) -> Node:
+    """Build the located tree straight from libyaml's events (no yaml.Node objects, one
+    pass): on a large domain about twice as fast as composing and converting. Raises
+    :class:`_Unsure` for what the composer path does differently or reports better."""
+    if _Fast is None:
+        raise _Unsure
+    parser = _Fast(text)
+    # (container, key locations, the key waiting for its value, its location) per open level
+    stack: list[tuple[Any, dict[str, Location], Any, Location | None]] = []
+    root: Node | None = None
+    count = documents = 0
+    try:
+        while True:
+            event = parser.get_event()
+            kind = type(event)
+            if kind in (yaml.StreamStartEvent, yaml.DocumentEndEvent):
+                continue
+            if kind is yaml.DocumentStartEvent:
+                documents += 1
+                if documents > 1:
+                    raise _Unsure
+                continue
+            if kind is yaml.StreamEndEvent:
+                break
+            if kind is yaml.AliasEvent or getattr(event, "anchor", None) is not None:
+                raise _Unsure
+            if kind in (yaml.MappingEndEvent, yaml.SequenceEndEvent):
+                container, key_locs, _, _ = stack.pop()
+                done = container
+            else:
+                mark = event.start_mark
+                loc = Location(path, mark.line + 1, mark.column + 1)
+                top = stack[-1] if stack else None
+                is_key = top is not None and isinstance(top[0].value, dict) and top[3] is None
+                count += not is_key  # values, as the composer path counts them
+                if count > MAX_NODES or len(stack) >= MAX_DEPTH:
+                    raise _Unsure
+                if kind is yaml.ScalarEvent:
+                    done = Node(_scalar(parser, event, loc, diags, is_key), loc)
+                else:
+                    value: Any = {} if kind is yaml.MappingStartEvent else []
+                    stack.append((Node(value, loc), {}, None, None))
+                    continue
+            if not stack:
+                root = done
+                continue
+            parent, key_locs, key, key_loc = stack[-1]
+            if isinstance(parent.value, list):
+                parent.value.append(done)
+            elif key_loc is None:  # a key
+                if not isinstance(done.value, (str, int, float, bool, type(None))):
+                    raise _Unsure  # a mapping or sequence as a key
+                stack[-1] = (parent, key_locs, str(done.value), done.loc)
+            else:
+                if key in parent.value:
+                    diags.append(Diagnostic("error", f"duplicate key '{key}'", key_loc))
+                parent.value[key] = done
+                key_locs[key] = key_loc
+                parent.key_locs = key_locs
+                stack[-1] = (parent, key_locs, None, None)
+    except (yaml.YAMLError, RecursionError):
+        raise _Unsure from None
+    return root if root is not None else Node({}, Location(path, 1, 1))
+
+
+def _scalar(parser: Any, event: Any, loc: Location, diags: list[Diagnostic], is_key: bool) -> Any:
+    """Return a scalar's value as the composer and constructor would make it."""
+    tag = event.tag
+    if tag is None or tag == "!":
+        tag = parser.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag == _STR:
+        return event.value
+    if is_key:  # a number, date or yes/no as a key: the composer path spells it
+        raise _Unsure
+    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+    try:
+        value = parser.construct_object(node, deep=True)
+    except yaml.YAMLError as exc:
+        diags.append(Diagnostic("error", f"bad value: {exc}", loc))
+        return None
+    except ValueError as exc:  # e.g. an integer longer than Python converts
+        diags.append(Diagnostic("error", f"bad value: {str(exc)[:120]}", loc))
+        return None
+    return value if isinstance(value, (str, int, float, bool, type(None))) else str(event.value)
+
+
 def _compose(text: str) -> Any:
     """Compose with libyaml when it is there; on any error parse again in Python, whose
     messages say more ("expected ',' or ']', but got ':'")."""
@@ -143,6 +233,10 @@ def _compose(text: str) -> Any:
 def load(text: str, path: str) -> tuple[Node | None, list[Diagnostic]]:
     """Parse ``text``; return the located tree (None on syntax error) and diagnostics."""
     diagnostics: list[Diagnostic] = []
+    try:
+        return _direct(text, path, diagnostics), diagnostics
+    except _Unsure:
+        diagnostics = []
     try:
         root = _compose(text)
     except RecursionError:
