@@ -313,3 +313,65 @@ def verify(problem: Problem, word: list[str], doc: dict[str, Any] | None = None)
     if verdict.valid and doc is not None:
         return problem.check_document(doc, verdict)
     return verdict
+
+
+# ------------------------------------------------------------------ carrying plans out
+
+
+def run_plan(
+    plan_doc: dict[str, Any],
+    bindings: str | dict[str, Any],
+    inputs: dict[str, Any],
+    *,
+    spec: str | Domain | None = None,
+    model: str | Model | None = None,
+    workers: int = 4,
+    max_replans: int = 2,
+    on_event: Any = None,
+    options: ModelOptions | None = None,
+) -> Any:
+    """Carry out a plan of a tool domain with ``bindings`` (a bindings file, or its parsed
+    :class:`fllm_cli.execute.Binding` map) and the task's input values.
+
+    Independent branches run at the same time (at most ``workers`` calls). When a tool fails or
+    returns a value of the wrong type, the task is planned again without the tools that failed
+    (``model`` decides, as in ``plan_task``), at most ``max_replans`` times; results of the
+    sub-plans the new plan shares with the old are reused. Returns a
+    :class:`fllm_cli.execute.RunResult` (``ok`` False when no valid plan remains; every value
+    produced so far is in it).
+    """
+    from dataclasses import replace
+
+    from fllm_cli.errors import NoPlanError
+    from fllm_cli.execute import Runner, read_bindings
+
+    path = spec if spec is not None else plan_doc.get("domain_path")
+    if not isinstance(path, (str, Domain)):
+        raise UsageError("the plan file names no domain_path: give the domain with --domain")
+    domain = load_domain(path)
+    if kind_of(domain).name != "tools":
+        raise UsageError(f"fllm run carries out plans of tool domains; '{domain.name}' is not one")
+    tools = [t.name for t in domain.tools]
+    table = read_bindings(bindings, tools) if isinstance(bindings, str) else bindings
+    types = {t.name: (t.inputs, t.output) for t in domain.tools}
+    wanted = dict(plan_doc.get("inputs") or {})
+    output = plan_doc.get("output")
+    backend = None if model is None and max_replans == 0 else model
+
+    def replan(failed: set[str]) -> dict[str, Any] | None:
+        nonlocal backend
+        if not isinstance(backend, Model):
+            backend = make_model(backend, options)
+        smaller = replace(domain, tools=tuple(t for t in domain.tools if t.name not in failed))
+        given = [n if n == m else f"{n}={m}" for n, m in wanted.items()]
+        try:
+            again = plan_task(
+                smaller, str(plan_doc.get("task", "")), backend, inputs=given,
+                output=str(output), allow_fallbacks=True,
+            )  # fmt: skip
+        except NoPlanError:
+            return None
+        return again.document
+
+    runner = Runner(table, types, inputs, workers, on_event)
+    return runner.run(plan_doc, replan, max_replans)

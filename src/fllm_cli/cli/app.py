@@ -46,6 +46,9 @@ COMMANDS = {
     "check-trace": "fllm_cli.cli.agent",
     "solve": "fllm_cli.cli.solve",
     "solve-bench": "fllm_cli.cli.solve",
+    "import-tools": "fllm_cli.cli.tools",
+    "run": "fllm_cli.cli.tools",
+    "mcp": "fllm_cli.cli.serve",
 }
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
