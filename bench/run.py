@@ -566,6 +566,8 @@ def report(results: dict[str, Any]) -> str:
         rows += agent_rows(results["agent"])
     if results.get("validate_big"):
         rows += validate_rows(results["validate_big"])
+    if results.get("run_overhead"):
+        rows += run_rows(results["run_overhead"])
     width = max(len(r[0]) for r in rows)
     value_width = max(len(r[1]) for r in rows)
     lines = [f"{'measure':<{width}}  {'figure':<{value_width}}  goal"]
@@ -730,6 +732,33 @@ def validate_rows(big: dict[str, Any]) -> list[tuple[str, str, str]]:
     ]
 
 
+def bench_run_overhead() -> dict[str, Any]:
+    """fllm run's own time per tool call, and a 50-step plan of 8 chains (bench/run_overhead.py)."""
+    import run_overhead
+
+    return run_overhead.measure()
+
+
+def run_rows(run: dict[str, Any]) -> list[tuple[str, str, str]]:
+    import run_overhead
+
+    c = run["concurrency"]
+    ms, goal = run["overhead_ms_per_call"], run_overhead.OVERHEAD_GOAL_MS
+    return [
+        (
+            "fllm run: fllm's time per tool call (500 no-op steps)",
+            f"{ms:.3f} ms",
+            f"<= {goal:g} ms: {verdict(ms, goal)}",
+        ),
+        (
+            f"fllm run: {c['steps']} steps, 8 independent chains (50 ms tools)",
+            f"{c['wall_s']:.2f} s for a longest chain of {c['longest_chain_s']:.2f} s "
+            f"({c['ratio']:.2f}x)",
+            f"about 1x: {'ok' if c['ratio'] < 1.5 else 'MISSED'}",
+        ),
+    ]
+
+
 def main() -> None:
     """Run every benchmark, print the table, write bench/results.json."""
     parser = argparse.ArgumentParser(description="fllm core benchmarks")
@@ -753,6 +782,7 @@ def main() -> None:
             "travel": bench_travel(args.quick),
             "agent": bench_agent(args.quick),
             "validate_big": bench_validate_big(Path(tmp), 1 if args.quick else 3),
+            "run_overhead": bench_run_overhead(),
         }
     results["bench_seconds"] = round(time.perf_counter() - begin, 1)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

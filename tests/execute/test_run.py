@@ -165,3 +165,18 @@ def test_missing_bindings_and_inputs_are_misuse(tmp_path: Path) -> None:
     assert code == 2 and "no binding for tool(s)" in err
     code, _, err = run_fllm("run", str(plan), "--bind", str(BIND))
     assert code == 2 and "give --input text=VALUE" in err
+
+
+def test_plan_and_run_in_one_step(tmp_path: Path) -> None:
+    args = (
+        "plan", str(TEXTBOX), "How many links are in this text?", "-i", "text",
+        "--output", "number", "--run", "--bind", str(BIND), "--value", f"text={TEXT}",
+    )  # fmt: skip
+    code, stdout, err = run_fllm(*args)
+    assert code == 0, err
+    assert stdout.rstrip().endswith("Result: 2")
+    code, stdout, _ = run_fllm(*args, "-f", "json")
+    doc = json.loads(stdout)
+    assert doc["valid"] and doc["run"]["ok"] and doc["run"]["output"] == 2
+    code, _, err = run_fllm(*args[:8], "--run")
+    assert code == 2 and "--run needs --bind FILE" in err

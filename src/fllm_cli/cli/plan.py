@@ -46,7 +46,7 @@ from fllm_cli.cli.options import (
 from fllm_cli.cli.progress import LiveStatus
 from fllm_cli.cli.safe import plain, safe, safe_json
 from fllm_cli.domain.variables import parse_var_options
-from fllm_cli.errors import FllmError, UsageError
+from fllm_cli.errors import FllmError, IncompleteRun, UsageError
 from fllm_cli.llm.registry import make_model, resolve_model_name
 from fllm_cli.plan.document import step_lines
 from fllm_cli.plan.export import EXPORTERS, FORMATS
@@ -140,6 +140,15 @@ def plan(
         "encoder), ask the model among ties (tool domains); words: the same by shared words; "
         "greedy: ask at every choice point, as the paper does. 'beam' is 'meaning'.",
     ),
+    run: bool = typer.Option(
+        False, "--run", help="Then carry the plan out with --bind and --value (as fllm run)."
+    ),
+    bind: str | None = typer.Option(
+        None, "--bind", metavar="FILE", help="With --run: how each tool is called."
+    ),
+    values: list[str] = typer.Option(
+        [], "--value", metavar="NAME=VALUE", help="With --run: a task input's value."
+    ),
     allow_fallbacks: bool = typer.Option(
         False,
         "--allow-fallbacks",
@@ -214,9 +223,34 @@ def plan(
     if doc.get("kind") == "data" or fmt in DATA_FORMATS:
         emit_data_plan(doc, fmt, out_file, quiet)
         return
+    outcome = _run_planned(doc, bind, values, model, quiet) if run else None
     _emit(doc, result, fmt, out_file, quiet)
     if explain and not quiet:
         _explain(doc)
+    if outcome is not None:
+        _report_run(outcome, fmt, quiet)
+
+
+def _run_planned(
+    doc: dict[str, Any], bind: str | None, values: list[str], model: str | None, quiet: bool
+) -> Any:
+    """Carry out the plan just made; its run goes into the plan document under "run"."""
+    from fllm_cli.cli.tools import execute, values_of
+
+    if not bind:
+        raise UsageError("--run needs --bind FILE (how each tool is called)")
+    outcome = execute(doc, bind, values_of(values, doc, "--value"), None, model, 4, 2, quiet)
+    doc["run"] = outcome.as_dict()
+    return outcome
+
+
+def _report_run(outcome: Any, fmt: str, quiet: bool) -> None:
+    """Show the run's result after the plan; exit 1 when no valid plan was left."""
+    if not quiet and fmt == "rich" and outcome.ok:
+        value = outcome.output if isinstance(outcome.output, str) else json.dumps(outcome.output)
+        stdout_console().print(Text.assemble(("Result", "bold"), ": ", plain(value)))
+    if not outcome.ok:
+        raise IncompleteRun(outcome.message)
 
 
 def _explain(doc: dict[str, Any]) -> None:

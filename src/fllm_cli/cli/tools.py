@@ -143,28 +143,8 @@ def run_command(
         if not isinstance(values, dict):
             raise UsageError(f"{inputs_file}: the inputs file must be a JSON object")
         given.update(values)
-    for item in inputs:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"bad --input {item!r}: write NAME=VALUE")
-        given[key] = _typed(value, str((doc.get("inputs") or {}).get(key, "text")))
-    err = stderr_console()
-
-    def on_event(name: str, data: dict[str, Any]) -> None:
-        if quiet or fmt == "json":
-            return
-        if name == "end":
-            state = "failed: " + str(data["error"]) if data.get("error") else "done"
-            err.print(
-                plain(f"step {data['step']} {data['tool']}: {state} ({data['seconds']:.2f} s)")
-            )
-        elif name == "replan":
-            err.print(plain(f"re-planning without {', '.join(data['failed'])}", style="yellow"))
-
-    result = api.run_plan(
-        doc, bind, given, spec=domain, model=model, workers=workers,
-        max_replans=max_replans, on_event=on_event,
-    )  # fmt: skip
+    given.update(values_of(inputs, doc, "--input"))
+    result = execute(doc, bind, given, domain, model, workers, max_replans, quiet or fmt == "json")
     body = result.as_dict()
     if out_file:
         write_atomic(out_file, json.dumps(body, indent=2, ensure_ascii=False) + "\n")
@@ -176,6 +156,46 @@ def run_command(
     if not result.ok:
         kept = f"; the values made so far are in {out_file}" if out_file else ""
         raise IncompleteRun(result.message + kept)
+
+
+def values_of(items: list[str], doc: dict[str, Any], flag: str) -> dict[str, Any]:
+    """Read NAME=VALUE options as the plan's input values (numbers and JSON by type)."""
+    given: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"bad {flag} {item!r}: write NAME=VALUE")
+        given[key] = _typed(value, str((doc.get("inputs") or {}).get(key, "text")))
+    return given
+
+
+def execute(
+    doc: dict[str, Any],
+    bind: str,
+    given: dict[str, Any],
+    domain: str | None,
+    model: str | None,
+    workers: int,
+    max_replans: int,
+    silent: bool,
+) -> Any:
+    """Run a plan, saying on standard error how each step went (unless ``silent``)."""
+    err = stderr_console()
+
+    def on_event(name: str, data: dict[str, Any]) -> None:
+        if silent:
+            return
+        if name == "end":
+            state = "failed: " + str(data["error"]) if data.get("error") else "done"
+            took = f"{data['seconds']:.2f} s"
+            err.print(plain(f"step {data['step']} {data['tool']}: {state} ({took})"))
+        elif name == "replan":
+            err.print(plain(f"re-planning without {', '.join(data['failed'])}", style="yellow"))
+
+    return api.run_plan(
+        doc, bind, given, spec=domain, model=model, workers=workers,
+        max_replans=max_replans, on_event=on_event,
+    )  # fmt: skip
 
 
 def _typed(value: str, kind: str) -> Any:
