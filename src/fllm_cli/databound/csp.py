@@ -32,6 +32,11 @@ EXPLAIN_RLIMIT = 10_000_000  # one query about one rule while explaining a refus
 CHEAPEST_RLIMIT = 50_000_000  # the cheapest plan of a refused request (past it, no figure)
 
 
+def var_name(var: z3.ExprRef) -> str:
+    """The name of a z3 constant (``str`` pretty-prints it, a hundred times slower)."""
+    return var.decl().name()  # type: ignore[no-any-return]
+
+
 def place_key(text: Any) -> str:
     """Compare places without case, spacing or a trailing ``(State)``."""
     return city_key(str(text or "")).lower()
@@ -265,7 +270,7 @@ class TripModel:
                     )
                     self._own(var, z3.Or(z3.And(var == NONE, z3.Not(need)), *fits))
                     self.slot_vars.append((slot, d, var, options))
-                    self.needs[str(var)] = need
+                    self.needs[var_name(var)] = need
                     self._add_cost(var, options)
 
     def _id(self, place: Any) -> int:
@@ -288,15 +293,15 @@ class TripModel:
                 expr = z3.If(var == n, cents[n], expr)
         if nights is not None:
             expr = z3.Sum(*[z3.If(nights == n, expr * n, 0) for n in range(1, self.days)])
-        cost = z3.Int(f"cost_{var}", self.ctx)
+        cost = z3.Int(f"cost_{var_name(var)}", self.ctx)
         self._own(var, cost == expr)
         self.costs.append(cost)
-        self.cost_vars[str(var)] = SlotCost(cost, cents, expr)
+        self.cost_vars[var_name(var)] = SlotCost(cost, cents, expr)
 
     def _own(self, var: z3.ArithRef, formula: z3.BoolRef) -> None:
         """Assert a rule that only ``var`` (and the route) takes part in."""
         self.solver.add(formula)
-        self.own.setdefault(str(var), []).append(formula)
+        self.own.setdefault(var_name(var), []).append(formula)
 
     def swapped(self, model: z3.ModelRef, var: z3.ArithRef, value: int) -> z3.ModelRef | None:
         """``model`` with ``var`` set to ``value``, if that is still a plan; else None.
@@ -304,7 +309,7 @@ class TripModel:
         Only the rules ``var`` takes part in can break, so only they are evaluated: its own
         (where its record must be, its cost) and the tracked rules over the whole plan. This
         finds most feasible values at a fraction of a solver query; None decides nothing."""
-        name = str(var)
+        name = var_name(var)
         if name not in self.own:  # a route variable: its rules are not kept apart
             return None
         copy = model.translate(model.ctx)
@@ -354,12 +359,12 @@ class TripModel:
             else:
                 cities = {at(self.day_from[j]), at(self.day_to[j])}
                 fits = [n for n, (_, r) in enumerate(options) if self._id(r[slot.city]) in cities]
-                if not z3.is_true(model.eval(self.needs[str(var)], True)):
+                if not z3.is_true(model.eval(self.needs[var_name(var)], True)):
                     fits.append(NONE)  # it may stay empty
-            self.fitting[str(var)] = (fits, at(self.nights[j]) if slot.per == "stay" else 1)
-            if fits and str(var) in self.cost_vars:
-                cost = self.cost_vars[str(var)].var
-                self.solver.add(cost >= min(self.price(str(var), n) for n in fits))
+            self.fitting[var_name(var)] = (fits, at(self.nights[j]) if slot.per == "stay" else 1)
+            if fits and var_name(var) in self.cost_vars:
+                cost = self.cost_vars[var_name(var)].var
+                self.solver.add(cost >= min(self.price(var_name(var), n) for n in fits))
 
     def price(self, name: str, value: int) -> int:
         """Cents that slot variable ``name`` costs with ``value`` (after ``tighten``)."""
@@ -370,7 +375,7 @@ class TripModel:
     def fix(self, var: z3.ArithRef, value: int) -> None:
         """Decide a variable for good."""
         self.solver.add(var == value)
-        self.fixed[str(var)] = value
+        self.fixed[var_name(var)] = value
 
     def floor_without(self, name: str) -> int:
         """A lower bound (cents) on the cost of every plan left, leaving out slot ``name``.
@@ -387,22 +392,22 @@ class TripModel:
             if c.kind != "different":
                 continue
             slots = [
-                (str(var), options)
+                (var_name(var), options)
                 for _, _, var, options in self.vars_of(c.slots)
-                if str(var) not in grouped
+                if var_name(var) not in grouped
             ]
             grouped.update(n for n, _ in slots)
             total += self._distinct_floor(
                 [(n, o) for n, o in slots if n != name and n not in self.fixed]
             )
-        for var_name in self.cost_vars:
-            if var_name == name:
+        for slot_name in self.cost_vars:
+            if slot_name == name:
                 continue
-            if var_name in self.fixed:
-                total += self.price(var_name, self.fixed[var_name])
-            elif var_name not in grouped:
-                fits = self.fitting.get(var_name, ((), 1))[0]
-                total += min((self.price(var_name, n) for n in fits), default=0)
+            if slot_name in self.fixed:
+                total += self.price(slot_name, self.fixed[slot_name])
+            elif slot_name not in grouped:
+                fits = self.fitting.get(slot_name, ((), 1))[0]
+                total += min((self.price(slot_name, n) for n in fits), default=0)
         return total
 
     def _distinct_floor(self, slots: list[tuple[str, list[tuple[str, Record]]]]) -> int:
@@ -497,7 +502,7 @@ class TripModel:
             return None
         self.bound_cents = round(float(bound) * CENTS)
         rule = self.total_cost <= self.bound_cents
-        self.formula_vars[rule.get_id()] = {str(cost) for cost in self.costs}
+        self.formula_vars[rule.get_id()] = {var_name(cost) for cost in self.costs}
         return f"{c.at_most} {self.currency.show(bound)}", [rule]
 
     def _c_different(self, c: Constraint) -> tuple[str, list[z3.BoolRef]]:
@@ -510,7 +515,7 @@ class TripModel:
         holders: dict[tuple[str, int], list[tuple[z3.BoolRef, str]]] = {}
         for _, _, var, options in self.vars_of(c.slots):
             for n, (table, record) in enumerate(options):
-                holders.setdefault((table, record.index), []).append((var == n, str(var)))
+                holders.setdefault((table, record.index), []).append((var == n, var_name(var)))
         formulas = []
         for atoms in holders.values():
             if len(atoms) > 1:
@@ -564,7 +569,7 @@ class TripModel:
             day: z3.ArithRef | int = 1 if j == 0 else self.days if j == self.k else self.starts[j]
             dep = self._lookup(var, clock(options, c.departs))
             arr = self._lookup(var, clock(options, c.arrives))
-            timed.append((day, dep, arr, str(var)))
+            timed.append((day, dep, arr, var_name(var)))
         formulas: list[z3.BoolRef] = []
         for slot, d, var, options in self.slot_vars:
             hours = c.times.get(slot.name)
@@ -584,7 +589,7 @@ class TripModel:
                 formulas.append(z3.Implies(z3.And(on, where == self.day_from[d]), before))
                 for f in formulas[-2:]:  # the slot and the leg take part (walking these
                     # long formulas for their constants costs seconds on a 7-day trip)
-                    self.formula_vars[f.get_id()] = {str(var), leg}
+                    self.formula_vars[f.get_id()] = {var_name(var), leg}
         return "in town", formulas
 
     def _c_cover(self, c: Constraint) -> tuple[str, list[z3.BoolRef]] | None:
@@ -594,7 +599,7 @@ class TripModel:
         formulas = []
         for value in wanted:
             hits = [
-                (var == n, str(var))
+                (var == n, var_name(var))
                 for _, _, var, options in self.vars_of(c.slots)
                 for n, (_, r) in enumerate(options)
                 if value.lower() in _lower_values(r[c.column])
@@ -750,7 +755,7 @@ def _constants(formula: z3.ExprRef) -> set[str]:
             continue
         seen.add(e.get_id())
         if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            names.add(str(e))
+            names.add(var_name(e))
         else:
             stack.extend(e.children())
     return names

@@ -22,7 +22,7 @@ from typing import Any
 
 import z3
 
-from fllm_cli.databound.csp import CENTS, NONE, SOLVER_RLIMIT, TripModel
+from fllm_cli.databound.csp import CENTS, NONE, SOLVER_RLIMIT, TripModel, var_name
 from fllm_cli.databound.request import Reading
 from fllm_cli.databound.spec import Slot
 from fllm_cli.databound.tables import Record
@@ -243,7 +243,7 @@ class DataPlanner:
         a block is remembered, and the values ranked above it are tested again.
         """
         t = self.trip
-        fitting = t.fitting.get(str(decision.var))  # known once the route is fixed
+        fitting = t.fitting.get(var_name(decision.var))  # known once the route is fixed
         fits = set(fitting[0]) if fitting is not None else None
         pending = [v for v in candidates if fits is None or v in fits]
         sure: dict[int, z3.ModelRef] = {free: known}  # values known feasible, with a plan
@@ -289,7 +289,7 @@ class DataPlanner:
         the plan (``TripModel.floor_without``): a sound refusal that needs no solver call."""
         t = self.trip
         bound: int | None = getattr(t, "bound_cents", None)
-        name = str(decision.var)
+        name = var_name(decision.var)
         if bound is None or decision.slot is None or name not in t.fitting:
             return False
         if self._floor is None or self._floor[0] != name:
@@ -322,7 +322,7 @@ class DataPlanner:
         self.progress.append(line)
 
     def _cost(self, decision: Decision, value: int) -> int:
-        return 0 if decision.slot is None else self.trip.price(str(decision.var), value)
+        return 0 if decision.slot is None else self.trip.price(var_name(decision.var), value)
 
     def _ask(self, decision: Decision, options: list[int]) -> int:
         labels = tuple(decision.label(v) for v in options)
