@@ -12,11 +12,13 @@ import typer
 from rich.markup import escape
 
 from fllm_cli import __version__
+from fllm_cli.cli import manhelp
 from fllm_cli.cli.common import report_error, report_usage, stderr_console
 from fllm_cli.errors import FllmError
 
 
 def _new_app() -> typer.Typer:
+    manhelp.install()
     app = typer.Typer(
         name="fllm",
         help=(
