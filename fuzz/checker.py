@@ -39,6 +39,7 @@ class Cfg:
     tool_terminals: set[str] = field(default_factory=set)
     require_tool: bool = False
     max_tools: int | None = None
+    required: set[str] = field(default_factory=set)  # terminals every plan must use
 
 
 # --------------------------------------------------------------------------- Earley
@@ -105,6 +106,9 @@ def check_word(g: Cfg, word: list[str]) -> tuple[bool, str]:
         return False, "the plan uses no tool"
     if g.max_tools is not None and tools > g.max_tools:
         return False, f"{tools} tool steps, limit {g.max_tools}"
+    unused = sorted(t for t in g.required if counts[t] == 0)
+    if unused:
+        return False, f"the plan never uses {unused} (every task input must be used)"
     if not earley_recognize(g, word):
         return False, "not a word of the grammar"
     return True, "ok"
@@ -197,11 +201,16 @@ def tool_grammar(doc: dict, inputs: list[tuple[str, str]], output: str) -> Cfg:
     limits = doc.get("limits") or {}
     if not isinstance(limits, dict):
         raise Unsupported("limits")
+    if doc.get("vars") and "{" in str(doc.get("intro", "")):
+        raise Unsupported("a templated intro (its render bounds decide whether it is valid)")
     default_uses = _limit(limits["max_uses"]) if "max_uses" in limits else 1
     max_tools = _limit(limits.get("max_plan_steps"))
     allow_empty = limits.get("allow_empty_plan", False)
     if not isinstance(allow_empty, bool) and allow_empty is not None:
         raise Unsupported("allow_empty_plan")
+    every_input = limits.get("use_every_input", True)  # docs/spec.md: on unless turned off
+    if not isinstance(every_input, bool):
+        raise Unsupported("use_every_input")
     tools = doc.get("tools")
     if not isinstance(tools, list) or not tools:
         raise Unsupported("tools")
@@ -251,6 +260,7 @@ def tool_grammar(doc: dict, inputs: list[tuple[str, str]], output: str) -> Cfg:
         tool_terminals=set(lim),
         require_tool=not allow_empty,
         max_tools=max_tools,
+        required={f"input:{n}" for n, _ in inputs} if every_input else set(),
     )
 
 
