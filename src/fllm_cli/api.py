@@ -356,7 +356,7 @@ def run_plan(
     types = {t.name: (t.inputs, t.output) for t in domain.tools}
     wanted = dict(plan_doc.get("inputs") or {})
     output = plan_doc.get("output")
-    backend = None if model is None and max_replans == 0 else model
+    backend = model  # made into a back end only when a re-plan needs one
 
     def replan(failed: set[str]) -> dict[str, Any] | None:
         nonlocal backend
