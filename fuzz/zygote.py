@@ -88,6 +88,8 @@ COMMANDS = (
     "fllm_cli.cli.report",
     "fllm_cli.cli.agent",
     "fllm_cli.cli.solve",
+    "fllm_cli.cli.tools",
+    "fllm_cli.cli.serve",
 )
 PRELOAD = STARTUP + LAZY + COMMANDS
 # After a timeout the group is killed; output still in flight is read for at most this long

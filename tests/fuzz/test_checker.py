@@ -71,8 +71,16 @@ def lines(*word: str) -> str:
         (["Image Captioning", "input:text"], ["image"], "text", False),  # no such input
         (["input:image"], ["image"], "image", False),  # empty plan not allowed
         (["Image Captioning", "input:image"], ["image"], "audio", False),  # unknown modality
-        (["Text Summarization", "input:text_2"], ["text", "text"], "text", True),  # _2 naming
-        (["Text Summarization", "input:query"], ["image", "query=text"], "text", True),
+        # every task input must be used (limits.use_every_input, on by default)
+        (["Text Summarization", "input:text_2"], ["text", "text"], "text", False),
+        (["Question Answering", "input:text", "input:text_2"], ["text", "text"], "text", True),
+        (["Text Summarization", "input:query"], ["image", "query=text"], "text", False),
+        (
+            ["Visual Question Answering", "input:image", "input:query"],
+            ["image", "query=text"],
+            "text",
+            True,
+        ),
     ],
 )
 def test_openagi_text_plans(word: list[str], inputs: list[str], output: str, valid: bool) -> None:
@@ -94,7 +102,7 @@ def test_openagi_text_plans(word: list[str], inputs: list[str], output: str, val
             False,
             "limit",
         ),
-        (["Ask", "input:image", "Caption", "Denoise", "input:image"], True, ""),
+        (["Ask", "input:image", "Caption", "Denoise", "input:image"], False, "never uses"),
         (["Ask", "input:image", "Caption", "Denoise", "input:image", "extra"], False, "terminal"),
         (["input:query"], False, "no tool"),
     ],
