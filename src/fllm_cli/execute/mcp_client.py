@@ -30,7 +30,7 @@ class _Pool:
         self.sessions: dict[tuple[str, ...], Any] = {}
         self.stacks: list[contextlib.AsyncExitStack] = []
         self.lock = threading.Lock()
-        self.null = open(os.devnull, "w")  # noqa: SIM115 - the servers' stderr, for the process
+        self.null: Any = None  # where the servers' stderr goes, opened with the first server
 
     def _start(self) -> asyncio.AbstractEventLoop:
         with self.lock:
@@ -56,6 +56,8 @@ class _Pool:
         from mcp import ClientSession, StdioServerParameters
         from mcp.client.stdio import stdio_client
 
+        if self.null is None:
+            self.null = open(os.devnull, "w")  # noqa: SIM115 - kept for the process's servers
         stack = contextlib.AsyncExitStack()
         params = StdioServerParameters(command=server[0], args=list(server[1:]), cwd=str(base))
         try:
