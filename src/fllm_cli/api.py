@@ -351,8 +351,7 @@ def run_plan(
     domain = load_domain(path)
     if kind_of(domain).name != "tools":
         raise UsageError(f"fllm run carries out plans of tool domains; '{domain.name}' is not one")
-    tools = [t.name for t in domain.tools]
-    table = read_bindings(bindings, tools) if isinstance(bindings, str) else bindings
+    table = read_bindings(bindings) if isinstance(bindings, str) else bindings
     types = {t.name: (t.inputs, t.output) for t in domain.tools}
     wanted = dict(plan_doc.get("inputs") or {})
     output = plan_doc.get("output")

@@ -53,7 +53,7 @@ def test_a_failing_tool_is_planned_around_and_shared_results_are_reused(tmp_path
         ],
     }  # fmt: skip
     calls: list[str] = []
-    table = read_bindings(str(BIND), [])
+    table = read_bindings(str(BIND))
     for binding in table.values():
         inner = binding.call
 
@@ -153,7 +153,7 @@ def test_bad_bindings_are_one_line_errors(body: str, needle: str, tmp_path: Path
     path = tmp_path / "b.yaml"
     path.write_text(body, encoding="utf-8")
     with pytest.raises(UsageError) as info:
-        read_bindings(str(path), [])
+        read_bindings(str(path))
     assert needle in info.value.message
 
 

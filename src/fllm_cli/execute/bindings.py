@@ -153,8 +153,9 @@ def load_callable(spec: str, base: Path) -> Callable[..., Any]:
     return function  # type: ignore[no-any-return]
 
 
-def read_bindings(path: str, tools: list[str]) -> dict[str, Binding]:
-    """Read a bindings file for the given tools; every mistake is a one-line UsageError."""
+def read_bindings(path: str) -> dict[str, Binding]:
+    """Read a bindings file; every mistake is a one-line UsageError (a tool the plan uses
+    without a binding is found when the run starts)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:

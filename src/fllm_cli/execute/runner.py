@@ -221,13 +221,10 @@ class Runner:
             steps = plan_steps(doc)
             result.plans.append([s["tool"] for s in steps])
             self.check_ready(steps, dict(doc.get("inputs") or {}))
-            bad = self._run_one(steps, result, plan_no)
+            bad, keys = self._run_one(steps, result, plan_no)
             if bad is None:
-                last = steps[-1]
-                memo: dict[int, str] = {}
-                by_id = {s["id"]: s for s in steps}
                 result.ok = True
-                result.output = self.values[_key(_shape(last, by_id, memo))]
+                result.output = self.values[keys[steps[-1]["id"]]]
                 break
             failed.add(bad)
             result.failed_tools = sorted(failed)
@@ -248,8 +245,11 @@ class Runner:
         result.seconds = time.perf_counter() - start
         return result
 
-    def _run_one(self, steps: list[dict[str, Any]], result: RunResult, plan_no: int) -> str | None:
-        """Run one plan's steps; return the tool that failed, or None when all succeeded."""
+    def _run_one(
+        self, steps: list[dict[str, Any]], result: RunResult, plan_no: int
+    ) -> tuple[str | None, dict[int, str]]:
+        """Run one plan's steps; return the tool that failed (None when all succeeded) and
+        each step's value key."""
         by_id = {s["id"]: s for s in steps}
         memo: dict[int, str] = {}
         keys = {s["id"]: _key(_shape(s, by_id, memo)) for s in steps}
@@ -266,15 +266,21 @@ class Runner:
                 )  # fmt: skip
         running: dict[Future[Any], dict[str, Any]] = {}
         failure: str | None = None
+        # Each step waits for a count of inputs; a finished step counts its readers down.
+        unmet = {s["id"]: len(waiting[s["id"]] - done) for s in steps if s["id"] not in done}
+        readers: dict[int, list[dict[str, Any]]] = {}
+        for s in steps:
+            for dep in waiting[s["id"]] - done:
+                readers.setdefault(dep, []).append(s)
+        ready = [s for s in steps if unmet.get(s["id"]) == 0]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             while True:
                 if failure is None:
-                    for s in steps:
-                        ready = s["id"] not in done and waiting[s["id"]] <= done
-                        if ready and s not in running.values():
-                            self.on_event("start", {"step": s["id"], "tool": s["tool"]})
-                            args = [self._value(r, keys) for r in s["inputs"]]
-                            running[pool.submit(self._call, s, args)] = s
+                    starting, ready = ready, []
+                    for s in starting:
+                        self.on_event("start", {"step": s["id"], "tool": s["tool"]})
+                        args = [self._value(r, keys) for r in s["inputs"]]
+                        running[pool.submit(self._call, s, args)] = s
                 if not running:
                     break
                 finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
@@ -287,13 +293,17 @@ class Runner:
                         self.values[keys[s["id"]]] = value
                         record.value, record.preview = keys[s["id"]], _preview(value)
                         done.add(s["id"])
+                        for reader in readers.get(s["id"], ()):
+                            unmet[reader["id"]] -= 1
+                            if unmet[reader["id"]] == 0:
+                                ready.append(reader)
                     else:
                         record.error = error
                         failure = failure or s["tool"]
                     result.steps.append(record)
                     self.on_event("end", {"step": s["id"], "tool": s["tool"], "error": error,
                                           "seconds": seconds})  # fmt: skip
-        return failure
+        return failure, keys
 
     def _refs(self, s: dict[str, Any], keys: dict[int, str]) -> list[str]:
         return [keys[int(r[5:])] if r.startswith("step:") else r for r in s["inputs"]]
