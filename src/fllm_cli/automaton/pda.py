@@ -358,11 +358,21 @@ class DeadEndCheck:
     expand at most ``budget`` search states (``node_budget`` when None) and leave the number it
     expanded in ``spent``. :meth:`feasible_moves`, shared by the grammar and the
     explicit-automaton look-aheads, spends at most ``node_budget`` states on one call in all.
+
+    A grammar can make every query run out of budget (many use-limited tools and an input
+    that must be read), and a beam asks hundreds of them: at the full budget each, planning
+    would take minutes. So each call that ran out halves the budget of the calls after it,
+    down to ``SQUEEZE_FLOOR``: the look-ahead's total work stays about twice one call's,
+    plus the floor per call. Domains whose queries never run out are not affected, and the
+    answers stay deterministic (they depend on the states expanded, never on the clock).
     """
+
+    SQUEEZE_FLOOR = 2_000
 
     pda: PDA
     node_budget: int
     spent: int = 0
+    squeezed: int | None = None  # the budget of the next call, once a call has run out
 
     def completable(self, config: Config, budget: int | None = None) -> bool:
         """Return True if some continuation of ``config`` reaches acceptance."""
@@ -381,12 +391,16 @@ class DeadEndCheck:
             if nxt is not None:
                 moves.append((index, nxt))
         out = []
-        left = self.node_budget
+        budget = self.node_budget if self.squeezed is None else self.squeezed
+        left, ran_out = budget, False
         for k, (index, nxt) in enumerate(moves):
             share = max(1, left // (len(moves) - k))
             if self.completable(nxt, share):
                 out.append((index, nxt))
+            ran_out = ran_out or self.spent >= share
             left = max(0, left - self.spent)
+        if ran_out:
+            self.squeezed = max(min(self.SQUEEZE_FLOOR, self.node_budget), budget // 2)
         return out
 
 
