@@ -131,10 +131,11 @@ def _svg(fig: Any) -> str:
     return re.sub(r"<metadata>.*?</metadata>", "", text[start:], flags=re.S)
 
 
-def _figure(width: float, height: float = 3.6) -> tuple[Any, Any]:
+def _figure(width: float, height: float = 3.6, beside: float = 0.0) -> tuple[Any, Any]:
+    """A figure ``width`` inches wide, less what ``beside`` (a legend) takes of MAX_WIDTH_IN."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(min(width, MAX_WIDTH_IN), height))
+    fig = Figure(figsize=(min(width, MAX_WIDTH_IN - beside), height))
     ax = fig.add_subplot()
     ax.spines[["top", "right"]].set_visible(False)
     ax.grid(axis="y", color="#e3e7ec", linewidth=0.8)
@@ -172,9 +173,11 @@ def bars_figure(
 ) -> Any:
     """Grouped bars: one group per level (or other breakdown), one bar per series (strategy)."""
     n, k = max(1, len(groups)), max(1, len(series))
-    fig, ax = _figure(max(5.0, 0.5 * n * k + 0.4 * n + 2.5))
+    names = [_label(name, 40) for name in series]
+    # The legend goes beside the plot: about 0.1 inch a character, plus its colour patch.
+    legend = 0.8 + 0.1 * max(map(len, names)) if k > 1 else 0.0
+    fig, ax = _figure(max(5.0, 0.5 * n * k + 0.4 * n + 2.5), beside=legend)
     width = 0.8 / k
-    count = 0
     for m, name in enumerate(series):
         xs, ys = [], []
         for g, group in enumerate(groups):
@@ -182,8 +185,7 @@ def bars_figure(
             if value is not None:
                 xs.append(g + (m - (k - 1) / 2) * width)
                 ys.append(value)
-        drawn = ax.bar(xs, ys, width=width, color=COLORS[m % len(COLORS)], label=_label(name, 40))
-        count += len(ys)
+        drawn = ax.bar(xs, ys, width=width, color=COLORS[m % len(COLORS)], label=names[m])
         if n * k <= 24:  # beyond that the numbers on the bars run into each other
             ax.bar_label(drawn, fmt="%.3g", fontsize=FONT["note"], padding=2)
     _xlabels(fig, ax, range(len(groups)), groups)
