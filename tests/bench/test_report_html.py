@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 import re
-from html.parser import HTMLParser
 from itertools import pairwise
 from typing import Any
 
 import pytest
+from bench_helpers import Tables
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from fllm_cli.bench.html import (
@@ -65,42 +65,6 @@ def page_of(rows: list[dict[str, Any]]) -> str:
 
 def plots(page: str) -> list[str]:
     return re.findall(r'<figure id="plot-([^"]+)">', page)
-
-
-class Tables(HTMLParser):
-    """The text of every cell, per table class: {class: [[cell, ...], ...]} (body rows only)."""
-
-    def __init__(self, page: str) -> None:
-        super().__init__()
-        self.tables: dict[str, list[list[str]]] = {}
-        self._table = ""
-        self._in_body = False
-        self._cell: list[str] | None = None
-        self.feed(page)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "table":
-            self._table = dict(attrs).get("class") or ""
-            self.tables[self._table] = []
-        elif tag == "tbody":
-            self._in_body = True
-        elif tag == "tr" and self._in_body:
-            self.tables[self._table].append([])
-        elif tag == "td":
-            self._cell = []
-        elif tag == "br" and self._cell is not None:
-            self._cell.append(" / ")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "tbody":
-            self._in_body = False
-        elif tag == "td" and self._cell is not None and self._in_body:
-            self.tables[self._table][-1].append("".join(self._cell))
-            self._cell = None
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
 
 
 def spread(n: int, low: float, high: float) -> list[float]:
