@@ -90,6 +90,7 @@ def test_a_run_that_spent_nothing_has_no_cost_plot() -> None:
 def test_a_constant_latency_or_cost_draws_no_plot() -> None:
     page = page_of([unit(i, seconds=0.5, cost=0.002) for i in range(10)])
     assert plots(page) == []
+    assert "Every unit took 0.500 s, so there is no latency plot." in page
     assert "Every unit cost the same, $0.00200, so there is no cost plot." in page
 
 

@@ -263,7 +263,8 @@ def _figure_html(fig: Any, caption: str, ident: str) -> str:
     )
 
 
-def _note(text: str, cls: str = "note") -> str:
+def _note(text: str, cls: str = "note muted") -> str:
+    """A short paragraph (``text`` already escaped), such as why a plot is absent."""
     return f'<p class="{cls}">{text}</p>'
 
 
@@ -296,34 +297,37 @@ def _latency_and_cost(groups: list[tuple[str, str, list[dict[str, Any]]]], multi
     seconds = [[float(r["stats"].get("seconds", 0.0)) for r in rows] for _, _, rows in groups]
     cost = [[float(r["stats"].get("cost_usd", 0.0)) for r in rows] for _, _, rows in groups]
     parts = ["<h2>Latency and cost</h2>"]
-    if varies(v for values in seconds for v in values):
-        top = clip_top(seconds)
+    took = [v for values in seconds for v in values]
+    if varies(took):
         caption = "Wall time of each unit (task × strategy), as measured on its worker."
-        if top is not None:
-            caption += (
-                f" The axis stops at {top:.3g} s so that the slow few do not flatten the boxes;"
-                " a red triangle counts the units above it."
-            )
         fig = boxes_figure("Latency per unit", list(zip(names, seconds)), "seconds", "s")
-        parts.append(_figure_html(fig, caption, "latency"))
+        parts.append(_figure_html(fig, caption + _clipped(seconds, "s"), "latency"))
+    else:
+        parts.append(_note(_e(f"Every unit took {took[0]:.3f} s, so there is no latency plot.")))
     spent = [v for values in cost for v in values]
     if varies(spent):
         fig = boxes_figure("Cost per unit", list(zip(names, cost)), "USD", "USD")
-        parts.append(
-            _figure_html(fig, "Money each unit spent on model calls.", "cost"),
-        )
+        caption = "Money each unit spent on model calls."
+        parts.append(_figure_html(fig, caption + _clipped(cost, "USD"), "cost"))
     elif not any(spent):
-        parts.append(
-            _note("No unit spent money on model calls (a local or random model), so there is "
-                  "no cost plot.", "note muted")
-        )  # fmt: skip
+        note = "No unit spent money on model calls (a local or random model): no cost plot."
+        parts.append(_note(_e(note)))
     else:
-        parts.append(
-            _note(_e(f"Every unit cost the same, ${spent[0]:.5f}, so there is no cost plot."),
-                  "note muted")
-        )  # fmt: skip
+        note = f"Every unit cost the same, ${spent[0]:.5f}, so there is no cost plot."
+        parts.append(_note(_e(note)))
     parts.append(_distribution_table(names, seconds, cost, with_cost=any(spent)))
     return "".join(parts)
+
+
+def _clipped(series: list[list[float]], unit: str) -> str:
+    """The caption's sentence on a clipped axis, if it is clipped."""
+    top = clip_top(series)
+    if top is None:
+        return ""
+    return (
+        f" The axis stops at {top:.3g} {unit} so that the few far above do not flatten the"
+        " boxes; a red triangle counts the units above it."
+    )
 
 
 def _metrics_section(
@@ -524,10 +528,8 @@ def _levels(groups: list[tuple[str, str, list[dict[str, Any]]]], multi: bool) ->
             )
         )
     else:
-        parts.append(
-            _note("Each strategy's valid share is the same at every level, so there is no chart.",
-                  "note muted")
-        )  # fmt: skip
+        note = "Each strategy's valid share is the same at every level, so there is no chart."
+        parts.append(_note(_e(note)))
     return "".join(parts)
 
 
