@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +64,39 @@ def comparable(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
             row["plan"] = {k: v for k, v in row["plan"].items() if k != "stats"}
         out[(str(row["id"]), row["strategy"])] = row
     return out
+
+
+class Tables(HTMLParser):
+    """The text of every cell, per table class: {class: [[cell, ...], ...]} (body rows only)."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self._table = ""
+        self._in_body = False
+        self._cell: list[str] | None = None
+        self.feed(page)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self._table = dict(attrs).get("class") or ""
+            self.tables[self._table] = []
+        elif tag == "tbody":
+            self._in_body = True
+        elif tag == "tr" and self._in_body:
+            self.tables[self._table].append([])
+        elif tag == "td":
+            self._cell = []
+        elif tag == "br" and self._cell is not None:
+            self._cell.append(" / ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "tbody":
+            self._in_body = False
+        elif tag == "td" and self._cell is not None and self._in_body:
+            self.tables[self._table][-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)

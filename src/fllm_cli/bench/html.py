@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import io
 import re
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,9 +29,10 @@ table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}
 th,td{border:1px solid #d5dae1;padding:.25rem .5rem;text-align:right}
 th{background:#eef1f5}td.text,th.text{text-align:left}
 .facts td{text-align:left}.muted{color:#65707f}
-figure{margin:.5rem 0 1.5rem;display:inline-block;vertical-align:top}
-figure svg{max-width:100%;height:auto}figcaption{font-size:.85rem;color:#65707f}
-td.task{max-width:28rem;text-align:left;white-space:normal}
+.note{font-size:.9rem;max-width:60rem}span.no-reference{cursor:help}
+figure{margin:.5rem 0 1.5rem}figure svg{max-width:100%;height:auto}
+figcaption{font-size:.9rem;color:#65707f;max-width:60rem}
+table.failures td{vertical-align:top}span.id{font-weight:600}
 """
 
 SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -46,8 +48,15 @@ SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("mean_seconds", "s/unit"),
     ("p95_seconds", "p95 s"),
 )
-MAX_FAILURES = 50
+REFERENCE_KEYS = frozenset({"f1", "exact_rate"})
+MAX_FAILURES = 50  # rows of the failures table, each one error message with its count
+EXAMPLES = 3  # task ids shown for one error besides the first
 COLORS = ("#3b6fb6", "#e08a2c", "#4a9a5b", "#b8494f", "#7d62b3", "#8c6d4f", "#c45fa0")
+MARK = "#c0392b"  # points beyond a clipped axis
+# Font sizes in points. Figures are drawn at most MAX_WIDTH_IN wide, so the page (72rem) shows
+# them at their natural size, never shrunk: 11 pt there is about 15 CSS pixels, as the tables.
+FONT = {"title": 13.0, "label": 11.5, "tick": 11.0, "note": 10.0}
+MAX_WIDTH_IN = 10.5
 
 
 def _e(value: Any) -> str:
@@ -122,120 +131,203 @@ def _svg(fig: Any) -> str:
     return re.sub(r"<metadata>.*?</metadata>", "", text[start:], flags=re.S)
 
 
-def _figure(width: float = 6.4, height: float = 3.2) -> tuple[Any, Any]:
+def _figure(width: float, height: float = 3.6, beside: float = 0.0) -> tuple[Any, Any]:
+    """A figure ``width`` inches wide, less what ``beside`` (a legend) takes of MAX_WIDTH_IN."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height))
+    fig = Figure(figsize=(min(width, MAX_WIDTH_IN - beside), height))
     ax = fig.add_subplot()
     ax.spines[["top", "right"]].set_visible(False)
     ax.grid(axis="y", color="#e3e7ec", linewidth=0.8)
     ax.set_axisbelow(True)
+    ax.tick_params(labelsize=FONT["tick"])
     return fig, ax
 
 
-def _bars(
+def _xlabels(fig: Any, ax: Any, ticks: Iterable[float], names: list[str]) -> None:
+    """Label the x ticks so that they never overlap: "strategy · model" on two lines, and
+    labels still wider than their slot slanted (never shrunk)."""
+    labels = ["\n".join(_label(part, 24) for part in name.split(" · ")) for name in names]
+    ax.set_xticks(list(ticks), labels)
+    slot = (fig.get_figwidth() - 1.5) / max(1, len(labels))
+    widest = max((len(line) for label in labels for line in label.split("\n")), default=0)
+    if widest * 0.1 > slot:  # about 0.1 inch a character at 11 pt
+        ax.tick_params(axis="x", labelrotation=30)
+        for tick in ax.get_xticklabels():
+            tick.set_horizontalalignment("right")
+
+
+def varies(values: Iterable[float]) -> bool:
+    """Say whether a plot of ``values`` would show anything: some two of them differ."""
+    seen = list(values)
+    return bool(seen) and max(seen) - min(seen) > 1e-12
+
+
+def bars_figure(
     title: str,
-    strategies: list[str],
-    models: list[str],
+    groups: list[str],
+    series: list[str],
     values: dict[tuple[str, str], float | None],
     ylabel: str,
     top: float | None = None,
-) -> str:
-    """Grouped bars: one group per strategy (or level), one bar per model."""
-    fig, ax = _figure(max(4.0, 1.2 * len(strategies) * max(1, len(models)) + 2), 3.2)
-    width = 0.8 / max(1, len(models))
-    for m, model in enumerate(models):
+) -> Any:
+    """Grouped bars: one group per level (or other breakdown), one bar per series (strategy)."""
+    n, k = max(1, len(groups)), max(1, len(series))
+    names = [_label(name, 40) for name in series]
+    # The legend goes beside the plot: about 0.1 inch a character, plus its colour patch.
+    legend = 0.8 + 0.1 * max(map(len, names)) if k > 1 else 0.0
+    fig, ax = _figure(max(5.0, 0.5 * n * k + 0.4 * n + 2.5), beside=legend)
+    width = 0.8 / k
+    for m, name in enumerate(series):
         xs, ys = [], []
-        for s, strategy in enumerate(strategies):
-            value = values.get((model, strategy))
+        for g, group in enumerate(groups):
+            value = values.get((name, group))
             if value is not None:
-                xs.append(s + (m - (len(models) - 1) / 2) * width)
+                xs.append(g + (m - (k - 1) / 2) * width)
                 ys.append(value)
-        bars = ax.bar(xs, ys, width=width, color=COLORS[m % len(COLORS)], label=_label(model, 40))
-        ax.bar_label(bars, fmt="%.3g", fontsize=7, padding=2)
-    ax.set_xticks(range(len(strategies)), [_label(s, 20) for s in strategies])
-    ax.set_ylabel(ylabel)
-    ax.set_title(_label(title, 80), fontsize=11)
+        drawn = ax.bar(xs, ys, width=width, color=COLORS[m % len(COLORS)], label=names[m])
+        if n * k <= 24:  # beyond that the numbers on the bars run into each other
+            ax.bar_label(drawn, fmt="%.3g", fontsize=FONT["note"], padding=2)
+    _xlabels(fig, ax, range(len(groups)), groups)
+    ax.set_ylabel(ylabel, fontsize=FONT["label"])
+    ax.set_title(_label(title, 80), fontsize=FONT["title"])
     if top is not None:
         ax.set_ylim(0, top)
-    if len(models) > 1:
-        ax.legend(fontsize=8, frameon=False)
-    return _svg(fig)
+    if k > 1:  # beside the plot, where it covers no bar
+        ax.legend(fontsize=FONT["tick"], frameon=False, loc="upper left", bbox_to_anchor=(1, 1))
+    return fig
 
 
-def _boxes(title: str, groups: list[tuple[str, list[float]]], ylabel: str) -> str:
-    """One box plot per (model, strategy)."""
-    fig, ax = _figure(max(4.0, 1.1 * len(groups) + 2), 3.2)
-    data = [values or [0.0] for _, values in groups]
-    ax.boxplot(data, showfliers=True, widths=0.5)
-    ax.set_xticks(range(1, len(groups) + 1), [_label(name, 24) for name, _ in groups])
-    ax.tick_params(axis="x", labelsize=8)
-    ax.set_ylabel(ylabel)
-    ax.set_title(_label(title, 80), fontsize=11)
-    return _svg(fig)
+# Latency has a long tail: one stuck unit can take a hundred times the median and squash every
+# box into a line at the bottom. A log axis would keep every point in view, but it makes a
+# strategy twice as slow look barely different, and people compare boxes by their height at a
+# glance. So the axis stays linear and stops a little above the highest 95th percentile of any
+# box, but only when the largest value stands well above it. Nothing disappears silently: a box
+# with points above the axis gets a red triangle at the top edge with their count and the
+# largest of them, and the table under the plots gives every box's median, p95 and maximum.
+CLIP_PERCENTILE = 95
+CLIP_WHEN = 1.5  # clip only when the largest value exceeds the percentile this many times
+CLIP_HEADROOM = 1.15  # the axis top, over that percentile
 
 
-def _figure_html(svg: str, caption: str) -> str:
-    return f"<figure>{svg}<figcaption>{_e(caption)}</figcaption></figure>"
+def clip_top(series: list[list[float]]) -> float | None:
+    """Return where a box plot's axis should stop, or None when every point fits well."""
+    filled = [values for values in series if values]
+    if not filled:
+        return None
+    high = max(percentile(values, CLIP_PERCENTILE) for values in filled)
+    largest = max(max(values) for values in filled)
+    if high <= 0 or largest <= CLIP_WHEN * high:
+        return None
+    return CLIP_HEADROOM * high
+
+
+def boxes_figure(title: str, groups: list[tuple[str, list[float]]], ylabel: str, unit: str) -> Any:
+    """One box plot per (model, strategy) on a linear axis from 0, outliers clipped and marked."""
+    fig, ax = _figure(max(5.0, 1.3 * len(groups) + 2.5))
+    ax.boxplot(
+        [values or [0.0] for _, values in groups],
+        widths=0.5,
+        flierprops={"markersize": 4, "markeredgecolor": "#65707f"},
+        medianprops={"color": COLORS[1], "linewidth": 2},
+    )
+    _xlabels(fig, ax, range(1, len(groups) + 1), [name for name, _ in groups])
+    ax.set_ylabel(ylabel, fontsize=FONT["label"])
+    top = clip_top([values for _, values in groups])
+    if top is None:
+        ax.set_ylim(bottom=0)
+        ax.set_title(_label(title, 80), fontsize=FONT["title"])
+        return fig
+    ax.set_ylim(0, top)
+    ax.set_title(_label(title, 80), fontsize=FONT["title"], pad=40)
+    for i, (_, values) in enumerate(groups, start=1):
+        above = [v for v in values if v > top]
+        if above:
+            ax.plot([i], [top], marker="^", markersize=9, color=MARK, clip_on=False)
+            ax.annotate(
+                _label(f"{len(above)} above", 40) + "\n" + _label(f"max {max(above):.3g} {unit}"),
+                xy=(i, top),
+                xytext=(0, 9),
+                textcoords="offset points",
+                ha="center",
+                fontsize=FONT["note"],
+                color=MARK,
+                annotation_clip=False,
+            )
+    return fig
+
+
+def _figure_html(fig: Any, caption: str, ident: str) -> str:
+    return (
+        f'<figure id="plot-{_e(ident)}">{_svg(fig)}<figcaption>{_e(caption)}</figcaption></figure>'
+    )
+
+
+def _note(text: str, cls: str = "note muted") -> str:
+    """A short paragraph (``text`` already escaped), such as why a plot is absent."""
+    return f'<p class="{cls}">{text}</p>'
 
 
 def render_html(report: dict[str, Any]) -> str:
-    """Return the whole page for a bench report (from a run or a results file)."""
+    """Return the whole page for a bench report (from a run or a results file).
+
+    Only plots that say something are drawn: a per-strategy figure that the summary table
+    already states (valid share, F1) is left out, and so is any plot whose values are all the
+    same (the cost of a local model's run, a valid share that no level changes); a short note
+    says so instead.
+    """
     groups = _groups(report)
     models = list(dict.fromkeys(m for m, _, _ in groups))
-    strategies = list(dict.fromkeys(s for _, s, _ in groups))
     multi = len(models) > 1
+    summaries = {(m, s): summarize_one(rows) for m, s, rows in groups}
     parts = [_head(report, models), _facts(report, models, groups)]
     parts.append("<h2>Summary by strategy and model</h2>")
-    parts.append(_summary_table(groups, multi))
+    parts.append(_summary_table(groups, summaries, multi))
     if groups:
-        parts.append("<h2>Validity and quality</h2>")
-        summaries = {(m, s): summarize_one(rows) for m, s, rows in groups}
-        valid = {k: 100 * v["valid_rate"] for k, v in summaries.items()}
-        parts.append(
-            _figure_html(
-                _bars("Valid plans", strategies, models, valid, "% valid", top=105),
-                "Share of units whose plan the verifier accepts.",
-            )
-        )
-        f1 = {k: v["f1"] for k, v in summaries.items() if v.get("with_reference")}
-        if f1:
-            parts.append(
-                _figure_html(
-                    _bars(
-                        "Plan quality against the reference",
-                        strategies,
-                        models,
-                        f1,
-                        "mean F1",
-                        1.05,
-                    ),
-                    "Tool-set F1 against the task's reference (invalid plans score 0).",
-                )
-            )
         parts.append(_metrics_section(groups, summaries, multi))
-        parts.append("<h2>Cost and latency</h2>")
-        names = [f"{s} · {m}" if multi else s for m, s, _ in groups]
-        seconds = [[float(r["stats"].get("seconds", 0.0)) for r in rows] for _, _, rows in groups]
-        cost = [[float(r["stats"].get("cost_usd", 0.0)) for r in rows] for _, _, rows in groups]
-        parts.append(
-            _figure_html(
-                _boxes("Latency per unit", list(zip(names, seconds)), "seconds"),
-                "Wall time of each unit (task × strategy), as measured on its worker.",
-            )
-        )
-        parts.append(
-            _figure_html(
-                _boxes("Cost per unit", list(zip(names, cost)), "USD"),
-                "Money each unit spent on model calls (0 for local and random models).",
-            )
-        )
-        parts.append(_distribution_table(names, seconds, cost))
-        parts.append("<h2>By task level</h2>")
+        parts.append(_latency_and_cost(groups, multi))
         parts.append(_levels(groups, multi))
         parts.append(_failures(groups, multi))
     parts.append("</body></html>\n")
     return "".join(parts)
+
+
+def _latency_and_cost(groups: list[tuple[str, str, list[dict[str, Any]]]], multi: bool) -> str:
+    names = [f"{s} · {m}" if multi else s for m, s, _ in groups]
+    seconds = [[float(r["stats"].get("seconds", 0.0)) for r in rows] for _, _, rows in groups]
+    cost = [[float(r["stats"].get("cost_usd", 0.0)) for r in rows] for _, _, rows in groups]
+    parts = ["<h2>Latency and cost</h2>"]
+    took = [v for values in seconds for v in values]
+    if varies(took):
+        caption = "Wall time of each unit (task × strategy), as measured on its worker."
+        fig = boxes_figure("Latency per unit", list(zip(names, seconds)), "seconds", "s")
+        parts.append(_figure_html(fig, caption + _clipped(seconds, "s"), "latency"))
+    else:
+        parts.append(_note(_e(f"Every unit took {took[0]:.3f} s, so there is no latency plot.")))
+    spent = [v for values in cost for v in values]
+    if varies(spent):
+        fig = boxes_figure("Cost per unit", list(zip(names, cost)), "USD", "USD")
+        caption = "Money each unit spent on model calls."
+        parts.append(_figure_html(fig, caption + _clipped(cost, "USD"), "cost"))
+    elif not any(spent):
+        note = "No unit spent money on model calls (a local or random model): no cost plot."
+        parts.append(_note(_e(note)))
+    else:
+        note = f"Every unit cost the same, ${spent[0]:.5f}, so there is no cost plot."
+        parts.append(_note(_e(note)))
+    parts.append(_distribution_table(names, seconds, cost, with_cost=any(spent)))
+    return "".join(parts)
+
+
+def _clipped(series: list[list[float]], unit: str) -> str:
+    """The caption's sentence on a clipped axis, if it is clipped."""
+    top = clip_top(series)
+    if top is None:
+        return ""
+    return (
+        f" The axis stops at {top:.3g} {unit} so that the few far above do not flatten the"
+        " boxes; a red triangle counts the units above it."
+    )
 
 
 def _metrics_section(
@@ -243,7 +335,7 @@ def _metrics_section(
     summaries: dict[tuple[str, str], dict[str, Any]],
     multi: bool,
 ) -> str:
-    """The benchmark's own metrics (data domains): overall, as bars, and per group."""
+    """The benchmark's own metrics (data domains): overall and per group (level, days...)."""
     name = next((v["metrics"] for v in summaries.values() if v.get("metrics") in SCORERS), None)
     if name is None:
         return ""
@@ -260,23 +352,8 @@ def _metrics_section(
         ]
         for k in keys
     ]
+    # No bar chart of these overall rates: it would only repeat this table.
     parts.append(_table(headers, rows, cls="metrics"))
-    values: dict[tuple[str, str], float | None] = {
-        (labels[k], label): 100 * float(summaries[k].get(key) or 0.0)
-        for k in keys
-        for key, label in scorer.columns
-    }
-    chart = _bars(
-        f"{name} metrics",
-        [label for _, label in scorer.columns],
-        [labels[k] for k in keys],
-        values,
-        "%",
-        top=105,
-    )
-    parts.append(
-        _figure_html(chart, "Each metric per strategy, as the benchmark's evaluator defines it.")
-    )
     for group in scorer.groups:
         names = list(
             dict.fromkeys(g for k in keys for g in (summaries[k].get(f"by_{group}") or {}))
@@ -303,11 +380,21 @@ def _metrics_section(
         parts.append(f"<h3>By {_e(group)}</h3>")
         headers = [_e(group), "strategy", "tasks", *(label for _, label in scorer.columns)]
         parts.append(_table(headers, table_rows, text_columns=2, cls=f"by-{_e(group)}"))
-        chart = _bars(
-            f"{last_label} by {group}", names, [labels[k] for k in keys], final, "%", top=105
-        )
-        parts.append(_figure_html(chart, f"{last_label} per {group}, per strategy."))
+        series = [labels[k] for k in keys]
+        if len(names) > 1 and _changes_across(final, series, names):
+            fig = bars_figure(f"{last_label} by {group}", names, series, final, "%", top=105)
+            parts.append(_figure_html(fig, f"{last_label} per {group}, per strategy.", group))
     return "".join(parts)
+
+
+def _changes_across(
+    values: dict[tuple[str, str], float | None], series: list[str], groups: list[str]
+) -> bool:
+    """Say whether some series takes different values across the groups (else a chart of them
+    says no more than the overall summary)."""
+    return any(
+        varies(v for g in groups if (v := values.get((name, g))) is not None) for name in series
+    )
 
 
 def _head(report: dict[str, Any], models: list[str]) -> str:
@@ -349,33 +436,63 @@ def _facts(
     return _table(None, rows, text_columns=2, cls="facts")
 
 
-def _summary_table(groups: list[tuple[str, str, list[dict[str, Any]]]], multi: bool) -> str:
-    headers = ["strategy", *(["model"] if multi else []), *(label for _, label in SUMMARY_COLUMNS)]
+NO_REFERENCE = (
+    "– in F1 and exact %: no task of that row has a reference plan, so there is nothing to "
+    'score its plans against. To get these scores, give task lines a "reference": the tool '
+    "names of a right plan in execution order, e.g. "
+    '"reference": ["Image Denoising", "Image Captioning"] (docs/bench.md, Task files).'
+)
+
+
+def _summary_table(
+    groups: list[tuple[str, str, list[dict[str, Any]]]],
+    summaries: dict[tuple[str, str], dict[str, Any]],
+    multi: bool,
+) -> str:
+    # A benchmark with its own metrics is scored by them (their section follows), not by F1.
+    scored_by_metrics = any(v.get("metrics") in SCORERS for v in summaries.values())
+    columns = [
+        (key, label)
+        for key, label in SUMMARY_COLUMNS
+        if not (scored_by_metrics and key in REFERENCE_KEYS)
+    ]
+    headers = ["strategy", *(["model"] if multi else []), *(label for _, label in columns)]
     rows = []
-    for model, strategy, mine in groups:
-        summary = summarize_one(mine)
+    unexplained = False
+    for model, strategy, _ in groups:
+        summary = summaries[(model, strategy)]
         cells = [_e(strategy), *([_e(model)] if multi else [])]
-        cells += [_e(rep.fmt_value(key, summary.get(key))) for key, _ in SUMMARY_COLUMNS]
+        for key, _ in columns:
+            value = summary.get(key)
+            if key in REFERENCE_KEYS and value is None:
+                unexplained = True
+                cells.append(f'<span class="no-reference" title="{_e(NO_REFERENCE)}">–*</span>')
+            else:
+                cells.append(_e(rep.fmt_value(key, value)))
         rows.append(cells)
-    return _table(headers, rows, text_columns=2 if multi else 1, cls="summary")
+    table = _table(headers, rows, text_columns=2 if multi else 1, cls="summary")
+    if unexplained:
+        table += _note("* " + _e(NO_REFERENCE), "note no-reference")
+    return table
 
 
 def _distribution_table(
-    names: list[str], seconds: list[list[float]], cost: list[list[float]]
+    names: list[str], seconds: list[list[float]], cost: list[list[float]], with_cost: bool
 ) -> str:
     rows = []
     for name, secs, usd in zip(names, seconds, cost):
-        rows.append(
-            [
-                _e(name),
-                _e(f"{percentile(secs, 50):.3f}"),
-                _e(f"{percentile(secs, 95):.3f}"),
-                _e(f"{max(secs, default=0.0):.3f}"),
-                _e(f"{sum(usd):.4f}"),
-                _e(f"{percentile(usd, 95):.5f}"),
-            ]
-        )
-    headers = ["strategy", "median s", "p95 s", "max s", "total $", "p95 $ per unit"]
+        cells = [
+            _e(name),
+            _e(f"{percentile(secs, 50):.3f}"),
+            _e(f"{percentile(secs, 95):.3f}"),
+            _e(f"{max(secs, default=0.0):.3f}"),
+        ]
+        if with_cost:
+            cells += [_e(f"{sum(usd):.4f}"), _e(f"{percentile(usd, 95):.5f}")]
+        rows.append(cells)
+    headers = ["strategy", "median s", "p95 s", "max s"]
+    if with_cost:
+        headers += ["total $", "p95 $ per unit"]
     return _table(headers, rows, cls="distribution")
 
 
@@ -383,6 +500,8 @@ def _levels(groups: list[tuple[str, str, list[dict[str, Any]]]], multi: bool) ->
     levels = list(
         dict.fromkeys(str(r.get("level") or "all") for _, _, rows in groups for r in rows)
     )
+    if len(levels) < 2:
+        return ""  # one level: its row would be the summary again
     names = [f"{s} · {m}" if multi else s for m, s, _ in groups]
     valid: dict[tuple[str, str], float | None] = {}
     rows = []
@@ -397,31 +516,76 @@ def _levels(groups: list[tuple[str, str, list[dict[str, Any]]]], multi: bool) ->
             else:
                 cells.append("–")
         rows.append(cells)
-    table = _table(["level", *(_e(n) for n in names)], rows, cls="levels")
-    chart = _bars("Valid plans by task level", levels, names, valid, "% valid", top=105)
-    return table + _figure_html(
-        chart, "Valid share per task level (count of units in brackets in the table)."
-    )
+    parts = [
+        "<h2>By task level</h2>",
+        _table(["level", *(_e(n) for n in names)], rows, cls="levels"),
+    ]
+    if _changes_across(valid, names, levels):
+        fig = bars_figure("Valid plans by task level", levels, names, valid, "% valid", top=105)
+        parts.append(
+            _figure_html(
+                fig, "Valid share per task level (units per level in the table).", "levels"
+            )
+        )
+    else:
+        note = "Each strategy's valid share is the same at every level, so there is no chart."
+        parts.append(_note(_e(note)))
+    return "".join(parts)
+
+
+def fold_failures(
+    bad: list[tuple[str, str, dict[str, Any]]],
+) -> list[tuple[tuple[str, str], list[tuple[str, str, dict[str, Any]]]]]:
+    """Group failed units by (kind, message), largest group first (then first seen)."""
+    folds: dict[tuple[str, str], list[tuple[str, str, dict[str, Any]]]] = {}
+    for model, strategy, row in bad:
+        key = (str(row.get("error_kind") or ""), " ".join(str(row.get("error") or "").split()))
+        folds.setdefault(key, []).append((model, strategy, row))
+    return sorted(folds.items(), key=lambda item: -len(item[1]))
 
 
 def _failures(groups: list[tuple[str, str, list[dict[str, Any]]]], multi: bool) -> str:
     bad = [(m, s, r) for m, s, rows in groups for r in rows if not r["valid"]]
     if not bad:
         return '<h2>Failures</h2><p class="muted">Every plan is valid.</p>'
+    folds = fold_failures(bad)
     rows = []
-    for model, strategy, row in bad[:MAX_FAILURES]:
-        cells = [_e(row["id"]), _e(strategy), *([_e(model)] if multi else [])]
-        cells += [
-            f'<span class="task">{_e(row.get("task", ""))}</span>',
-            _e(row.get("error_kind") or ""),
-            _e(row.get("error") or ""),
-        ]
-        rows.append(cells)
-    more = len(bad) - MAX_FAILURES
-    note = f'<p class="muted">and {more} more not shown</p>' if more > 0 else ""
-    headers = ["id", "strategy", *(["model"] if multi else []), "task", "kind", "error"]
+    for (kind, error), members in folds[:MAX_FAILURES]:
+        where = Counter(f"{s} · {m}" if multi else s for m, s, _ in members)
+        strategies = (
+            next(iter(where))
+            if len(where) == 1
+            else ", ".join(f"{name} ({n})" for name, n in where.items())
+        )
+        rows.append(
+            [
+                _e(len(members)),
+                _e(kind),
+                _e(error or "(no message)"),
+                _e(strategies),
+                _examples([row for _, _, row in members]),
+            ]
+        )
+    more = len(folds) - MAX_FAILURES
+    note = f'<p class="muted">and {more} other errors not shown</p>' if more > 0 else ""
+    distinct = "1 distinct error" if len(folds) == 1 else f"{len(folds)} distinct errors"
+    headers = ["units", "kind", "error", "strategy", "example tasks"]
     return (
-        f"<h2>Failures ({len(bad)})</h2>"
+        f"<h2>Failures ({len(bad)} units, {distinct})</h2>"
         + _table(headers, rows, text_columns=len(headers), cls="failures")
         + note
     )
+
+
+def _examples(rows: list[dict[str, Any]]) -> str:
+    """A few task ids of one kind of failure, the first with its task text."""
+    ids = list(dict.fromkeys(str(r["id"]) for r in rows))
+    first = rows[0]
+    task = _e(first.get("task", ""))
+    text = f'<span class="id">{_e(first["id"])}</span>: <span class="task">{task}</span>'
+    others = ids[1 : 1 + EXAMPLES]
+    if others:
+        text += "<br>also " + ", ".join(_e(i) for i in others)
+        if len(ids) > 1 + EXAMPLES:
+            text += f" and {len(ids) - 1 - EXAMPLES} more tasks"
+    return text

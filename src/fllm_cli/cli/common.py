@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
+import secrets
+import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -68,21 +70,53 @@ def report_usage(line: str, console: Console | None = None) -> None:
 
 
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename (never half a file)."""
+    """Write ``text`` to ``path`` through a temporary file and a rename (never half a file).
+
+    The file gets the permissions a plain ``open(path, "w")`` would give it: a new file is
+    created with 0666 less the umask (0644 under the usual 022), and a file that is replaced
+    keeps its permission bits. (``tempfile.mkstemp`` would make every output 0600: right for a
+    scratch file in a shared /tmp, wrong for a report meant to be read or served.)
+    """
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     if not exists(directory):
         raise UsageError(
             f"cannot write '{shown(path)}': folder '{shown(directory)}' does not exist"
         )
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    tmp: Path | None = None
     try:
+        fd, tmp = _create_beside(directory, target.name)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        try:
+            kept = target.stat().st_mode
+        except FileNotFoundError:
+            pass
+        else:
+            if stat.S_ISREG(kept):
+                os.chmod(tmp, stat.S_IMODE(kept) & 0o777)
         os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UsageError(f"cannot write '{shown(path)}': {exc.strerror}") from exc
+    except BaseException as exc:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)  # whatever went wrong, no stray temporary is left
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write '{shown(path)}': {exc.strerror or exc}") from exc
+        raise
+
+
+def _create_beside(directory: Path, name: str) -> tuple[int, Path]:
+    """Create a new, empty temporary file in ``directory`` for ``name``: (descriptor, path).
+
+    Opened with mode 0666 so that the kernel applies the umask, exactly as for any new file.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = directory / f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(directory))
 
 
 def read_json_arg(path: str) -> Any:
