@@ -102,7 +102,8 @@ def mcp_command() -> None:
 
 
 EXAMPLES = examples(
-    'An MCP client\'s server entry: {"command": "fllm", "args": ["mcp"]}',
+    "fllm mcp   # as an MCP client starts it; stdin and stdout carry the protocol",
+    'The client\'s server entry: {"command": "fllm", "args": ["mcp"]}',
 )
 
 
