@@ -37,6 +37,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # Presentation libraries: only the command line draws on a terminal.
 PRESENTATION = ("rich", "typer", "click")
 PRESENTATION_UNITS = ("cli", "__main__")
+# The command line calls the library through fllm_cli.api (and the benchmark, itself a client of
+# the api), besides the bottom utilities; it never reaches around the api into lower packages.
+CLI_MAY_IMPORT = ("api", "bench", "errors", "diagnostics", "resources", "textio", "__init__")
 
 
 def unit_of(module: str) -> str:
@@ -112,6 +115,15 @@ def test_every_import_goes_down() -> None:
             if layer_of(dest) >= layer_of(source):
                 problems.append(f"{where}:{line}: {source} imports {dest}")
     assert not problems, "imports that do not go down:\n" + "\n".join(sorted(problems))
+
+
+def test_the_command_line_calls_only_the_api() -> None:
+    problems = [
+        f"{where}:{line}: cli imports {dest}"
+        for dest, line, where in _graph().get("cli", set())
+        if dest not in CLI_MAY_IMPORT
+    ]
+    assert not problems, "the command line reaches around the api:\n" + "\n".join(sorted(problems))
 
 
 def test_presentation_stays_in_the_command_line() -> None:

@@ -1,9 +1,18 @@
 """The library entry points: everything the command line does, as functions.
 
-Planning: load a domain, compile a task, plan (asking for the interface when needed), verify.
-Agents (``load_agent``, ``run_agent``, ``AgentOptions``) and LLMFP solving (``load_problem``,
-``solve``, ``SolveSettings``) are re-exported from their packages, so a program needs only this
-module.
+The command line (``fllm_cli.cli``) calls this module and nothing below it, so every name it
+uses is here, grouped by what it is for:
+
+* domains and specs: ``load_domain``, ``diagnose``, ``compile_problem``, ``automaton``,
+  ``render_pda``, ``parse_vars``;
+* models: ``model_options``, ``make_model``, ``metered_model``, ``model_name``;
+* planning: ``plan``, ``plan_task``, ``export_plan``, ``plan_steps``, ``shown_value``, ``money``;
+* verifying: ``read_plan_file``, ``verify``, ``verify_plan``, ``verify_data``;
+* tools: ``import_tools``, ``list_mcp_tools``, ``input_values``, ``run_plan``;
+* agents: ``load_agent``, ``run_agent``, ``AgentOptions``, ``check_trace`` and the run's views;
+* LLMFP solving: ``load_problem``, ``solve``, ``solve_settings``, ``SolveSettings``.
+
+Agents and solving are imported on first use (``fllm plan`` does not pay for them).
 
 from fllm_cli import api
 problem = api.compile_problem("domains/openagi.yaml", inputs=["image"], output="text",
@@ -14,21 +23,32 @@ print(result.document["steps"])
 
 from __future__ import annotations
 
+import os
 import re
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fllm_cli.automaton import render as pda_render
 from fllm_cli.automaton.pda import PDA
 from fllm_cli.diagnostics import Diagnostic
 from fllm_cli.domain.load import load_domain as parse_domain
 from fllm_cli.domain.load import read_domain
 from fllm_cli.domain.model import Domain
-from fllm_cli.domain.variables import placeholder_vars, resolve_vars
+from fllm_cli.domain.variables import parse_var_options, placeholder_vars, resolve_vars
 from fllm_cli.errors import BackendError, PlanFileError, SpecError, UsageError
 from fllm_cli.kinds import Compiled, PlanJob, PlanResult, check_domain, kind_of
 from fllm_cli.llm.base import Model
-from fllm_cli.llm.registry import ModelOptions, make_model
+from fllm_cli.llm.meter import CallTally, RunMeter
+from fllm_cli.llm.options import CHOICE_MODES
+from fllm_cli.llm.registry import ModelOptions, make_model, model_help, resolve_model_name
+from fllm_cli.plan.document import _task_from_doc, step_lines
+from fllm_cli.plan.export import EXPORTERS
+from fllm_cli.plan.export import FORMATS as PLAN_FORMATS
+from fllm_cli.plan.model import MAX_TREE_DEPTH, Derivation, TreeNode
+from fllm_cli.resources import resolve_spec_path
 from fllm_cli.search.planner import Budgets, Event
 from fllm_cli.search.strategy import ALIASES, DEFAULT, STRATEGIES, Strategy, strategy
 from fllm_cli.textio import load_json
@@ -38,20 +58,40 @@ DEFAULT_SEARCH = DEFAULT  # what `fllm plan`, `fllm bench` and this API plan wit
 SEARCHES = (*STRATEGIES, *ALIASES)  # every name --search accepts
 
 if TYPE_CHECKING:
-    from fllm_cli.ltl.api import AgentOptions, load_agent, run_agent
+    from fllm_cli.ltl.api import AgentOptions, answer_language, load_agent, run_agent
+    from fllm_cli.ltl.automaton import Automaton
+    from fllm_cli.ltl.output import bare_transcript as agent_transcript
+    from fllm_cli.ltl.output import stats_line as agent_stats_line
+    from fllm_cli.ltl.output import to_json as agent_json
+    from fllm_cli.ltl.runtime import Budget as AgentBudget
+    from fllm_cli.ltl.runtime import Observer as AgentObserver
+    from fllm_cli.ltl.runtime import Step as AgentStep
+    from fllm_cli.ltl.spec import AgentSpec
+    from fllm_cli.ltl.trace import ExampleResult
+    from fllm_cli.solve.bench import load_bench as load_solve_bench
+    from fllm_cli.solve.bench import run_bench as run_solve_bench
     from fllm_cli.solve.pipeline import Settings as SolveSettings
     from fllm_cli.solve.pipeline import solve
-    from fllm_cli.solve.problem import load_problem
+    from fllm_cli.solve.problem import Problem as SolveProblem
+    from fllm_cli.toolset import ImportReport
 
-# The agent and solver re-exports are imported on first use: `fllm plan` does not need them, and
-# they cost start-up time.
+# The agent and solver names are imported on first use: `fllm plan` does not need them, and
+# they cost start-up time. Name here -> (module, name there).
 _LAZY = {
     "AgentOptions": ("fllm_cli.ltl.api", "AgentOptions"),
+    "AgentBudget": ("fllm_cli.ltl.runtime", "Budget"),
+    "AgentObserver": ("fllm_cli.ltl.runtime", "Observer"),
+    "AgentStep": ("fllm_cli.ltl.runtime", "Step"),
+    "answer_language": ("fllm_cli.ltl.api", "answer_language"),
     "load_agent": ("fllm_cli.ltl.api", "load_agent"),
     "run_agent": ("fllm_cli.ltl.api", "run_agent"),
+    "agent_json": ("fllm_cli.ltl.output", "to_json"),
+    "agent_stats_line": ("fllm_cli.ltl.output", "stats_line"),
+    "agent_transcript": ("fllm_cli.ltl.output", "bare_transcript"),
     "SolveSettings": ("fllm_cli.solve.pipeline", "Settings"),
     "solve": ("fllm_cli.solve.pipeline", "solve"),
-    "load_problem": ("fllm_cli.solve.problem", "load_problem"),
+    "load_solve_bench": ("fllm_cli.solve.bench", "load_bench"),
+    "run_solve_bench": ("fllm_cli.solve.bench", "run_bench"),
 }
 
 
@@ -67,21 +107,72 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CHOICE_MODES",
+    "DEFAULT_SEARCH",
+    "MAX_TREE_DEPTH",
+    "PDA",
+    "PDA_FORMATS",
+    "PLAN_FORMATS",
+    "SEARCHES",
+    "AgentBudget",
+    "AgentObserver",
     "AgentOptions",
+    "AgentStep",
+    "Budgets",
+    "CallTally",
+    "Derivation",
+    "Model",
+    "ModelOptions",
     "PlanResult",
     "Problem",
+    "RunMeter",
     "SolveSettings",
+    "ToolImport",
+    "TreeNode",
+    "agent_automaton",
+    "agent_json",
+    "agent_stats_line",
+    "agent_transcript",
+    "answer_language",
+    "automaton",
+    "check_trace",
     "compile_problem",
+    "diagnose",
+    "diagnose_domain",
+    "export_plan",
+    "import_tools",
+    "input_values",
+    "list_mcp_tools",
     "load_agent",
     "load_domain",
     "load_problem",
+    "load_solve_bench",
+    "make_model",
+    "metered_model",
+    "model_help",
+    "model_name",
+    "model_options",
+    "money",
     "overview",
+    "parse_tool_mapping",
+    "parse_vars",
+    "pda_table",
     "plan",
+    "plan_steps",
     "plan_task",
     "read_plan_file",
+    "render_agent_automaton",
+    "render_pda",
     "run_agent",
+    "run_plan",
+    "run_solve_bench",
+    "shown_value",
     "solve",
+    "solve_settings",
+    "spec_kind",
     "verify",
+    "verify_data",
+    "verify_plan",
 ]
 
 # A domain compiled for a task; every kind implements the same interface (fllm_cli.kinds).
@@ -113,6 +204,58 @@ def diagnose_domain(path: str) -> tuple[list[Diagnostic], str]:
     return diagnostics, kind_of(domain).summary(domain)
 
 
+def _is_agent_spec(path: str) -> bool:
+    from fllm_cli.ltl import is_agent_spec
+
+    return is_agent_spec(path)
+
+
+def _is_problem_spec(path: str) -> bool:
+    from fllm_cli.solve import is_problem_spec
+
+    return is_problem_spec(path)
+
+
+def _diagnose_agent(path: str) -> tuple[list[Diagnostic], str]:
+    from fllm_cli.ltl import validate_agent_spec
+
+    return validate_agent_spec(path), "agent spec"
+
+
+def _diagnose_problem(path: str) -> tuple[list[Diagnostic], str]:
+    from fllm_cli.solve import validate_problem_spec
+
+    return validate_problem_spec(path), "problem"
+
+
+# The spec files fllm reads besides domains, in the order they are recognised: kind -> (is it
+# one, its diagnostics and summary). Anything else is a domain.
+SPEC_KINDS: dict[str, tuple[Callable[[str], bool], Callable[[str], tuple[list[Diagnostic], str]]]]
+SPEC_KINDS = {
+    "agent": (_is_agent_spec, _diagnose_agent),
+    "problem": (_is_problem_spec, _diagnose_problem),
+}
+
+
+def spec_kind(path: str) -> str:
+    """Return 'agent', 'problem' or 'domain' for a spec file (a shipped name is found too)."""
+    resolved = str(resolve_spec_path(path))
+    return next((kind for kind, (test, _) in SPEC_KINDS.items() if test(resolved)), "domain")
+
+
+def diagnose(path: str) -> tuple[list[Diagnostic], str]:
+    """Return every diagnostic of any spec file and a one-line summary (``fllm validate``)."""
+    kind = spec_kind(path)
+    if kind in SPEC_KINDS:
+        return SPEC_KINDS[kind][1](str(resolve_spec_path(path)))
+    return diagnose_domain(path)
+
+
+def parse_vars(options: list[str]) -> dict[str, str]:
+    """Read ``--var NAME=VALUE`` options as a mapping of scenario variables."""
+    return parse_var_options(options)
+
+
 def compile_problem(
     spec: str | Path | Domain,
     *,
@@ -138,6 +281,113 @@ def overview(spec: str | Domain, variables: dict[str, str] | None = None) -> PDA
     """Return the automaton of a domain when no task is given (what ``render-pda`` shows)."""
     domain = load_domain(spec)
     return kind_of(domain).overview(domain, placeholder_vars(domain, variables))
+
+
+def automaton(
+    spec: str | Path | Domain,
+    *,
+    inputs: list[str] | None = None,
+    output: str | None = None,
+    variables: dict[str, str] | None = None,
+) -> PDA:
+    """Return the automaton ``fllm render-pda`` shows: the task's, or without an interface the
+    domain's overview; a missing variable is shown as ``{name}``."""
+    domain = load_domain(spec)
+    if output is None and not inputs:
+        return kind_of(domain).overview(domain, placeholder_vars(domain, variables))
+    problem = compile_problem(
+        domain, inputs=inputs, output=output, variables=variables, require_vars=False
+    )
+    return problem.pda
+
+
+# Text renderings of an automaton, by --format name.
+PDA_RENDERERS: dict[str, Callable[[PDA], str]] = {
+    "dot": pda_render.to_dot,
+    "mermaid": pda_render.to_mermaid,
+    "json": pda_render.to_json,
+}
+PDA_FORMATS = tuple(PDA_RENDERERS)
+
+
+def render_pda(pda: PDA, fmt: str) -> str:
+    """Return an automaton as text in one of :data:`PDA_FORMATS`."""
+    return PDA_RENDERERS[fmt](pda)
+
+
+def pda_table(pda: PDA) -> tuple[tuple[str, ...], list[tuple[str, ...]], str]:
+    """Return an automaton's transitions as (headers, rows, facts) for a table view."""
+    return pda_render.TABLE_HEADERS, list(pda_render.table_rows(pda)), pda_render.facts(pda)
+
+
+def agent_automaton(spec: str) -> tuple[str, tuple[str, ...], list[tuple[str, ...]]]:
+    """Return an agent spec's automaton as (title, headers, rows): one row a node."""
+    from fllm_cli.ltl import agent_automaton as rows_of
+
+    return rows_of(str(resolve_spec_path(spec)))
+
+
+def render_agent_automaton(spec: str, fmt: str) -> str:
+    """Return an agent spec's automaton as text (dot, mermaid or json)."""
+    from fllm_cli.ltl import render_agent_automaton as render
+
+    return render(str(resolve_spec_path(spec)), fmt)
+
+
+# ------------------------------------------------------------------ models
+
+
+def model_options(
+    api_base: str | None,
+    temperature: float,
+    timeout: float,
+    retries: int,
+    no_cache: bool,
+    max_cost: float | None = None,
+    choice_mode: str | None = None,
+) -> ModelOptions:
+    """Bundle the model flags; ``choice_mode`` unset is ``$FLLM_CHOICE_MODE``, else auto."""
+    if api_base is not None and not api_base.strip():
+        raise UsageError("--api-base is empty")
+    mode = (choice_mode or os.environ.get("FLLM_CHOICE_MODE") or "auto").strip().lower()
+    if mode not in CHOICE_MODES:
+        where = "--choice-mode" if choice_mode else "$FLLM_CHOICE_MODE"
+        raise UsageError(f"unknown {where} '{mode}' (choose {', '.join(CHOICE_MODES)})")
+    return ModelOptions(
+        api_base=api_base,
+        temperature=temperature,
+        timeout=timeout,
+        retries=retries,
+        cache=not no_cache,
+        max_cost=max_cost,
+        choice_mode=mode,
+    )
+
+
+def metered_model(
+    model: str | Model | None,
+    options: ModelOptions | None = None,
+    *,
+    on_call: Callable[[CallTally], None] | None = None,
+    max_seconds: float | None = None,
+    max_cost: float | None = None,
+    budget_flag: str = "--max-seconds",
+) -> RunMeter:
+    """Return a run's meter around a model (a back end or a ``--model`` string): it counts
+    every call (``on_call`` sees the tally), keeps the records and enforces the budgets."""
+    backend = model if isinstance(model, Model) else make_model(model, options)
+    return RunMeter(
+        backend,
+        on_call=on_call,
+        max_seconds=max_seconds,
+        budget_flag=budget_flag,
+        max_cost=max_cost,
+    )
+
+
+def model_name(model: str | None) -> str:
+    """Return the model string in force: ``model``, then ``$FLLM_MODEL``, then the default."""
+    return resolve_model_name(model)
 
 
 def check_solvable(problem: Problem) -> None:
@@ -234,6 +484,30 @@ def refuse_unread(stats: dict[str, Any]) -> None:
         )
 
 
+def export_plan(doc: dict[str, Any], fmt: str) -> str:
+    """Return a plan document as text in one of :data:`PLAN_FORMATS` ("rich" is JSON here)."""
+    return EXPORTERS["json" if fmt == "rich" else fmt](doc)
+
+
+def plan_steps(doc: dict[str, Any]) -> list[str]:
+    """Return a plan document's steps in execution order, one line each."""
+    return step_lines(doc, _task_from_doc(doc))
+
+
+def shown_value(value: Any) -> str:
+    """Return a request value as data plans show it: a list joined with commas."""
+    from fllm_cli.databound.csp import _shown_value  # only data plans need it
+
+    return _shown_value(value)
+
+
+def money(currency: dict[str, Any] | None) -> Callable[[float], str]:
+    """Return how a data plan writes an amount in its currency (a plan document's "currency")."""
+    from fllm_cli.databound.spec import Currency  # only data plans need it
+
+    return Currency.from_dict(currency).show
+
+
 def verify_data(
     spec: str | Domain, plan: Any, data: Any, request: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -315,6 +589,100 @@ def verify(problem: Problem, word: list[str], doc: dict[str, Any] | None = None)
     return verdict
 
 
+def verify_plan(
+    spec: str | Path | Domain,
+    word: list[str],
+    doc: dict[str, Any] | None = None,
+    *,
+    inputs: list[str] | None = None,
+    output: str | None = None,
+    variables: dict[str, str] | None = None,
+) -> tuple[Problem, Verdict]:
+    """Verify a plan as :func:`read_plan_file` returns it (``fllm verify`` and ``fllm mcp``).
+
+    The task's inputs, output, text and variables come from the plan's document where the call
+    does not give them (given variables win); a missing variable is shown, never required.
+    """
+    if doc is not None:
+        found = doc.get("inputs")
+        if not inputs and isinstance(found, dict):
+            inputs = [f"{k}={v}" for k, v in found.items()]
+        output = output or doc.get("output") or None
+    given = dict(variables or {})
+    if doc is not None and isinstance(doc.get("vars"), dict):
+        given = {**{str(k): str(v) for k, v in doc["vars"].items()}, **given}
+    problem = compile_problem(
+        spec,
+        inputs=inputs,
+        output=output,
+        task=str((doc or {}).get("task", "")),
+        variables=given,
+        require_vars=False,
+    )
+    return problem, verify(problem, word, doc)
+
+
+# ------------------------------------------------------------------ importing tools
+
+
+@dataclass
+class ToolImport:
+    """A tool list read as a tool domain: what was read, the domain file and a bindings file."""
+
+    report: ImportReport
+    domain: str  # the domain file's text
+    bindings: str  # the bindings skeleton's text, for ``fllm run``
+
+
+def list_mcp_tools(server: list[str]) -> list[dict[str, Any]]:
+    """Start an MCP server (its command's words; never a shell) and return its tool list."""
+    from fllm_cli.execute.mcp_client import list_tools
+
+    return list_tools(tuple(server), Path.cwd())
+
+
+def parse_tool_mapping(text: str, path: str) -> Any:
+    """Read an import mapping file (YAML: per tool, input types, output, settings)."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        raise UsageError(f"{path}: the mapping file is not valid YAML") from None
+
+
+def import_tools(
+    doc: Any,
+    where: str,
+    *,
+    name: str,
+    domain_file: str,
+    mapping: Any = None,
+    server: list[str] | None = None,
+) -> ToolImport:
+    """Turn a parsed tool list (OpenAI-style, or an MCP server's from ``where``) into a tool
+    domain called ``name``; the bindings call ``server`` when the tools came from one."""
+    from fllm_cli.toolset import read_tool_list, write_bindings, write_domain
+
+    report = read_tool_list(doc, where, mapping)
+    return ToolImport(
+        report, write_domain(report, name, where), write_bindings(report, domain_file, server)
+    )
+
+
+def input_values(items: list[str], doc: dict[str, Any], flag: str) -> dict[str, Any]:
+    """Read NAME=VALUE options as a plan's input values (numbers and JSON by declared type)."""
+    from fllm_cli.execute import coerce
+
+    given: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"bad {flag} {item!r}: write NAME=VALUE")
+        given[key] = coerce(value, str((doc.get("inputs") or {}).get(key, "text")))
+    return given
+
+
 # ------------------------------------------------------------------ carrying plans out
 
 
@@ -374,3 +742,63 @@ def run_plan(
 
     runner = Runner(table, types, inputs, workers, on_event)
     return runner.run(plan_doc, replan, max_replans)
+
+
+# ------------------------------------------------------------------ agents
+
+
+def check_trace(
+    agent: tuple[AgentSpec, Automaton],
+    text: str,
+    *,
+    split: str | None,
+    tools: tuple[str, ...] | None = None,
+    tool_modules: list[str] | None = None,
+    answer: str | None = None,
+) -> list[ExampleResult]:
+    """Check transcripts against an agent (as :func:`load_agent` returns it): one result per
+    example, split where a line matches ``split``; the named tools' input languages and the
+    ``answer`` language apply."""
+    from fllm_cli.ltl.api import answer_language
+    from fllm_cli.ltl.languages import content_rules
+    from fllm_cli.ltl.tools import declared_input_languages
+    from fllm_cli.ltl.trace import check_transcript
+
+    agent_spec, machine = agent
+    languages = declared_input_languages(tools or (), tool_modules or [])
+    rules = content_rules(agent_spec, languages, answer_language(answer))
+    return check_transcript(agent_spec, machine, text, split, tools, rules)
+
+
+# ------------------------------------------------------------------ LLMFP solving
+
+
+def load_problem(spec: str | Path) -> SolveProblem:
+    """Read a problem file (a shipped name is found too)."""
+    from fllm_cli.solve.problem import load_problem as read_problem
+
+    return read_problem(resolve_spec_path(spec))
+
+
+def solve_settings(
+    *,
+    attempts: int,
+    rounds: int,
+    code_timeout: float,
+    memory_mb: int,
+    horizon: int | None,
+    seconds: float,
+    unisolated: bool,
+) -> SolveSettings:
+    """Return the budgets of one solve, its sandbox's limits included."""
+    from fllm_cli.solve.pipeline import Settings
+    from fllm_cli.solve.sandbox import Limits
+
+    return Settings(
+        max_attempts=attempts,
+        max_rounds=rounds,
+        max_horizon=horizon,
+        limits=Limits(timeout=code_timeout, memory_mb=memory_mb),
+        max_seconds=seconds,
+        allow_unisolated=unisolated,
+    )

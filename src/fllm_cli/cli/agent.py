@@ -19,44 +19,34 @@ from fllm_cli.cli.common import (
     time_parts,
     write_atomic,
 )
+from fllm_cli.cli.manhelp import examples
 from fllm_cli.cli.options import (
-    DEFAULT_RETRIES,
-    DEFAULT_TEMPERATURE,
-    DEFAULT_TIMEOUT,
-    ApiBaseOpt,
-    ChoiceModeOpt,
     MaxCostOpt,
+    ModelFlags,
     ModelOpt,
-    NoCacheOpt,
     OutOpt,
     QuietOpt,
-    RetriesOpt,
-    TemperatureOpt,
-    TimeoutOpt,
     check_format,
+    flag_groups,
     format_option,
-    model_options,
     renamed,
 )
 from fllm_cli.cli.progress import LiveStatus
 from fllm_cli.cli.safe import plain, safe, safe_json
 from fllm_cli.errors import IncompleteRun, UsageError
-from fllm_cli.ltl.api import answer_language
-from fllm_cli.ltl.output import bare_transcript, stats_line, to_json
-from fllm_cli.ltl.runtime import Budget, Observer, Step
 
 RUN_FORMATS = ("rich", "json", "transcript")
 CHECK_FORMATS = ("rich", "json")
 
 
-class _Recorder(Observer):
+class _Recorder(api.AgentObserver):
     """In rich mode, print each step as soon as it is written (the trace is the meter's)."""
 
     def __init__(self, console: Console | None, echo_user: bool) -> None:
         self.console = console
         self.echo_user = echo_user
 
-    def filled(self, step: Step) -> None:
+    def filled(self, step: api.AgentStep) -> None:
 
         if self.console is None:
             return
@@ -85,6 +75,7 @@ def _split_names(value: str) -> list[str]:
     return [n.strip() for n in value.split(",") if n.strip()]
 
 
+@flag_groups
 def agent_command(
     spec: str = typer.Argument(..., help="Agent spec (.sexp, or YAML with an 'agent:' key)."),
     question: str = typer.Argument("", help="The task; optional for agents with a User state."),
@@ -135,12 +126,7 @@ def agent_command(
     trace: str = typer.Option(
         None, "--trace", help="Write every model call, choice and tool run as JSONL."
     ),
-    api_base: ApiBaseOpt = None,
-    temperature: TemperatureOpt = DEFAULT_TEMPERATURE,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
-    retries: RetriesOpt = DEFAULT_RETRIES,
-    no_cache: NoCacheOpt = False,
-    choice_mode: ChoiceModeOpt = None,
+    flags: ModelFlags = ModelFlags(),
     max_cost: MaxCostOpt = None,
     max_seconds: float | None = typer.Option(
         None,
@@ -151,8 +137,6 @@ def agent_command(
     quiet: QuietOpt = False,
 ) -> None:
     """Run an agent whose behaviour is an LTL formula; every transcript satisfies it."""
-    from fllm_cli.llm.registry import make_model
-
     fmt = check_format(fmt, RUN_FORMATS, {"text": "transcript"})
     states = renamed(max_states, max_steps, "--max-states", "--max-steps", quiet)
     agent_spec, _ = api.load_agent(spec)
@@ -168,22 +152,16 @@ def agent_command(
         corpus=corpus,
         examples=examples,
         shots=shots,
-        budget=Budget(states, max_loops, max_tokens, max_stop, max_seconds, content_retries),
+        budget=api.AgentBudget(
+            states, max_loops, max_tokens, max_stop, max_seconds, content_retries
+        ),
         expected=expected,
         answer=answer,
     )
-    answer_language(answer)  # a bad --answer is misuse: fail before loading the model
+    api.answer_language(answer)  # a bad --answer is misuse: fail before loading the model
     # An agent that talks with the user reads the terminal; a status line would fight it.
     status = LiveStatus("agent", enabled=not quiet and not has_user)
-    backend = status.observe(
-        make_model(
-            model,
-            model_options(
-                api_base, temperature, timeout, retries, no_cache, choice_mode=choice_mode
-            ),
-        ),
-        max_cost=max_cost,
-    )
+    backend = status.observe(model, flags.options(), max_cost=max_cost)
     run = None
     try:
         if live is not None:
@@ -198,13 +176,15 @@ def agent_command(
         backend.close()
         if trace:  # every model call, env turn and step, kept even when the run fails
             if run is not None:
-                backend.event("run", **{k: v for k, v in to_json(run).items() if k != "steps"})
+                backend.event(
+                    "run", **{k: v for k, v in api.agent_json(run).items() if k != "steps"}
+                )
             lines = [json.dumps(r, ensure_ascii=False) for r in backend.records]
             write_atomic(trace, "\n".join(lines) + "\n")
     if out_file:
-        body = bare_transcript(run) if fmt == "transcript" else None
+        body = api.agent_transcript(run) if fmt == "transcript" else None
         write_atomic(
-            out_file, body or json.dumps(to_json(run), indent=2, ensure_ascii=False) + "\n"
+            out_file, body or json.dumps(api.agent_json(run), indent=2, ensure_ascii=False) + "\n"
         )
     if not quiet:
         _show_run(run, fmt, out, backend.info())
@@ -222,15 +202,16 @@ def _budget_hint(run: Any) -> str | None:
 def _show_run(run: Any, fmt: str, out: Console, backend: dict[str, Any]) -> None:
     """Print a finished run in the chosen format."""
     if fmt == "json":
-        print(safe_json(json.dumps(to_json(run), indent=2, ensure_ascii=False)))
+        print(safe_json(json.dumps(api.agent_json(run), indent=2, ensure_ascii=False)))
     elif fmt == "transcript":
-        sys.stdout.write(safe(bare_transcript(run)))
+        sys.stdout.write(safe(api.agent_transcript(run)))
     else:
         out.print()
         answer = run.answer if run.answer is not None else "(none)"
         out.print(Text.assemble(("answer:", "bold"), " ", plain(answer)), highlight=False)
         state = "reached the final state" if run.reached_final else f"ended by the {run.ended_by}"
-        line = f"{run.agent}: {state}; {stats_line(run)}{time_parts(run.stats.seconds, backend)}"
+        took = time_parts(run.stats.seconds, backend)
+        line = f"{run.agent}: {state}; {api.agent_stats_line(run)}{took}"
         out.print(plain(line, style="dim"), soft_wrap=True)
 
 
@@ -260,17 +241,18 @@ def check_trace_command(
     quiet: QuietOpt = False,
 ) -> int:
     """Check that transcripts follow an agent spec; report the first violation of each example."""
-    from fllm_cli.ltl.languages import content_rules
-    from fllm_cli.ltl.tools import declared_input_languages
-    from fllm_cli.ltl.trace import check_transcript
-
     fmt = check_format(fmt, CHECK_FORMATS, {"text": "rich"})
-    agent_spec, automaton = api.load_agent(spec)
+    agent = api.load_agent(spec)
+    agent_spec = agent[0]
     text = read_text_arg(file)
-    tool_names = tuple(_split_names(tools)) if tools else None
-    languages = declared_input_languages(tool_names or (), tool_module)
-    rules = content_rules(agent_spec, languages, answer_language(answer))
-    results = check_transcript(agent_spec, automaton, text, split or None, tool_names, rules)
+    results = api.check_trace(
+        agent,
+        text,
+        split=split or None,
+        tools=tuple(_split_names(tools)) if tools else None,
+        tool_modules=tool_module,
+        answer=answer,
+    )
     failed = [r for r in results if not r.ok]
     if fmt == "json" or out_file:
         data = [
@@ -316,13 +298,23 @@ def check_trace_command(
     return 1 if failed else 0
 
 
+AGENT_EXAMPLES = examples(
+    'fllm agent domains/agents/react.sexp "What is 17% of 240, plus 12?" --answer number',
+    "fllm agent domains/agents/chat_bot.sexp   # talks with you on the terminal",
+)
+CHECK_EXAMPLES = examples(
+    "fllm check-trace domains/agents/react.sexp prompts/react_examples.txt",
+    "fllm check-trace domains/agents/react.sexp run.txt --tools calculator --answer number",
+)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``agent`` and ``check-trace`` to the CLI."""
-    app.command("agent")(agent_command)
+    app.command("agent", epilog=AGENT_EXAMPLES)(agent_command)
 
     def _check(*args: Any, **kwargs: Any) -> None:
         raise typer.Exit(check_trace_command(*args, **kwargs))
 
     import functools
 
-    app.command("check-trace")(functools.wraps(check_trace_command)(_check))
+    app.command("check-trace", epilog=CHECK_EXAMPLES)(functools.wraps(check_trace_command)(_check))

@@ -14,6 +14,7 @@ from rich.markup import escape
 from fllm_cli import __version__
 from fllm_cli.cli import manhelp
 from fllm_cli.cli.common import report_error, report_usage, stderr_console
+from fllm_cli.cli.options import MODEL_FLAGS_HELP, MODEL_HELP
 from fllm_cli.errors import FllmError
 
 
@@ -24,9 +25,12 @@ def _new_app() -> typer.Typer:
         help=(
             "Controllable LLM planning: state the rules a plan must follow as a grammar or "
             "automaton, and fllm makes a model plan inside them, so every plan it returns is valid."
+            "\n\nShell completion: run 'fllm --install-completion' once (bash, zsh, fish or "
+            "PowerShell), then press Tab after fllm for commands, options and files."
         ),
+        epilog=escape(MODEL_HELP) + "\n\n" + escape(MODEL_FLAGS_HELP),
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
         pretty_exceptions_enable=False,
         rich_markup_mode="rich",
         context_settings={"help_option_names": ["-h", "--help"]},

@@ -14,57 +14,50 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from fllm_cli import api
 from fllm_cli.bench import report as rep
 from fllm_cli.bench.core import EXECUTORS, BenchOptions, BenchRun, parse_strategies, run_bench
 from fllm_cli.bench.html import render_html
 from fllm_cli.bench.results import is_results_file
 from fllm_cli.cli import views
 from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
+from fllm_cli.cli.manhelp import examples
 from fllm_cli.cli.options import (
-    DEFAULT_RETRIES,
-    DEFAULT_TEMPERATURE,
-    DEFAULT_TIMEOUT,
-    ApiBaseOpt,
-    ChoiceModeOpt,
     MaxCostOpt,
+    ModelFlags,
     ModelOpt,
-    NoCacheOpt,
     OutOpt,
     QuietOpt,
-    RetriesOpt,
-    TemperatureOpt,
-    TimeoutOpt,
     check_format,
+    flag_groups,
     format_option,
-    model_options,
 )
 from fllm_cli.cli.safe import plain
 from fllm_cli.errors import UsageError
 from fllm_cli.resources import is_dir, is_file
-from fllm_cli.search.planner import Budgets
-from fllm_cli.search.strategy import DEFAULT as DEFAULT_SEARCH
 
 FORMATS = ("rich", "markdown", "json", "html")
 
 
+@flag_groups
 def bench(
     spec: str = typer.Argument(..., help="Domain spec, e.g. domains/openagi.yaml."),
     tasks_file: str = typer.Argument(
         ...,
         help="Tasks, JSON Lines: task, inputs, output, id, reference, vars (data domains: "
-        "task or query, id or idx, level, data, request, the benchmark's fields).",
+        "docs/bench.md).",
     ),
     strategy: str = typer.Option(
         "formal",
         "--strategy",
         "-s",
-        help="Comma-separated: formal, zero-shot, few-shot; for data domains formal, "
+        help="formal, zero-shot, few-shot (comma-separated); data domains: formal, "
         "formal-given, zero-shot, gold.",
     ),
     search: str = typer.Option(
-        DEFAULT_SEARCH,
+        api.DEFAULT_SEARCH,
         "--search",
-        help="How the formal strategy plans, as in `fllm plan --search` (the same default).",
+        help="How the formal strategy plans, as `fllm plan --search`.",
     ),
     data: str | None = typer.Option(
         None,
@@ -96,13 +89,13 @@ def bench(
         help="Units run at once: threads (local, default 1) or Ray actors (default: cluster CPUs).",
     ),
     executor: str = typer.Option(
-        "local", "--executor", help="Where units run: local (threads) or ray (a Ray cluster)."
+        "local", "--executor", help="local (threads) or ray (a Ray cluster)."
     ),
     ray_address: str | None = typer.Option(
         None,
         "--ray-address",
         metavar="ADDRESS",
-        help="Ray cluster to join: auto (one started with `ray start`) or ray://HOST:PORT.",
+        help="auto (a `ray start` cluster) or ray://HOST:PORT.",
     ),
     results: str | None = typer.Option(
         None,
@@ -114,8 +107,8 @@ def bench(
         None,
         "--rate-limit",
         min=0.001,
-        metavar="PER_SECOND",
-        help="Model requests per second across the whole run (all workers together).",
+        metavar="RATE",
+        help="Model requests per second, all workers together.",
     ),
     out_file: OutOpt = None,
     fmt: str = format_option(FORMATS),
@@ -125,15 +118,10 @@ def bench(
         help="Continue REPORT.json or RESULTS.jsonl, skipping finished units.",
     ),
     record: str | None = typer.Option(
-        None, "--record", help="Write formal choice points with plan scores to FILE.jsonl."
+        None, "--record", metavar="FILE", help="Write formal choice points, scored (JSONL)."
     ),
     strict: bool = typer.Option(False, "--strict", help="A bad task line is fatal."),
-    api_base: ApiBaseOpt = None,
-    temperature: TemperatureOpt = DEFAULT_TEMPERATURE,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
-    retries: RetriesOpt = DEFAULT_RETRIES,
-    no_cache: NoCacheOpt = False,
-    choice_mode: ChoiceModeOpt = None,
+    flags: ModelFlags = ModelFlags(),
     max_llm_calls: int | None = typer.Option(
         None, "--max-llm-calls", min=0, help="Model calls per plan."
     ),
@@ -143,12 +131,10 @@ def bench(
 ) -> None:
     """Benchmark formal (automaton-guided) planning against zero- and few-shot free-text plans.
 
-    Every plan is checked with the same verifier as `fllm verify`. Data domains (TravelPlanner)
-    take each task's data with --data and report the benchmark's own metrics (docs/bench.md).
-    Ctrl-C or --max-cost keep what is done: the report is written with "partial": true, and
-    --resume continues it.
-    --executor ray runs the units on a Ray cluster (docs/scale.md); --results FILE.jsonl keeps
-    every finished unit as it finishes, for --resume and `fllm report`.
+    Every plan is checked as by `fllm verify`. Data domains (TravelPlanner) take each task's
+    data with --data and report the benchmark's own metrics (docs/bench.md). Ctrl-C or
+    --max-cost keep what is done: the report is marked partial, and --resume continues it.
+    --executor ray runs the units on a Ray cluster (docs/scale.md).
     """
     fmt = check_format(fmt, FORMATS)
     executor = executor.strip().lower()
@@ -171,15 +157,13 @@ def bench(
         data_file=data,
         gold_file=gold,
         model=model,
-        model_options=model_options(
-            api_base, temperature, timeout, retries, no_cache, max_cost, choice_mode
-        ),
+        model_options=flags.options(max_cost),
         examples_file=examples,
         shots=shots,
         limit=limit,
         concurrency=concurrency or 1,
         max_cost=max_cost,
-        budgets=Budgets(max_llm_calls, max_backtracks, 10_000),
+        budgets=api.Budgets(max_llm_calls, max_backtracks, 10_000),
         strict=strict,
         previous=previous,
         executor=executor,
@@ -328,6 +312,12 @@ def _finish_note(run: BenchRun, out_path: str | None, quiet: bool, results: str 
         raise typer.Exit(130)
 
 
+EXAMPLES = examples(
+    "fllm bench domains/openagi.yaml tasks.jsonl --model random:1 --limit 50",
+    "fllm bench domains/openagi.yaml tasks.jsonl -s formal,zero-shot -f html -o report.html",
+)
+
+
 def register(app: typer.Typer) -> None:
     """Add the command to the app."""
-    app.command("bench")(bench)
+    app.command("bench", epilog=EXAMPLES)(bench)

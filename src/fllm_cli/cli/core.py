@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -11,10 +10,9 @@ from typing import Any
 import typer
 from rich.markup import escape
 from rich.text import Text
-from rich.tree import Tree
 
 from fllm_cli import api
-from fllm_cli.automaton import render as pda_render
+from fllm_cli.api import diagnose  # where `fllm validate` has always found it
 from fllm_cli.cli import views
 from fllm_cli.cli.common import (
     plain_text,
@@ -24,52 +22,24 @@ from fllm_cli.cli.common import (
     stdout_console,
     write_atomic,
 )
-from fllm_cli.cli.options import ConstraintsOpt, DataOpt, OutOpt, check_format, format_option
+from fllm_cli.cli.manhelp import examples
+from fllm_cli.cli.options import (
+    INPUT_HELP,
+    OUTPUT_HELP,
+    ConstraintsOpt,
+    DataOpt,
+    OutOpt,
+    check_format,
+    format_option,
+)
 from fllm_cli.cli.safe import plain, safe_json
 from fllm_cli.diagnostics import Diagnostic, sort_key, source_of
-from fllm_cli.domain.variables import parse_var_options
 from fllm_cli.errors import UsageError
-from fllm_cli.plan.model import MAX_TREE_DEPTH, Derivation, TreeNode
 from fllm_cli.resources import resolve_spec_path
 from fllm_cli.textio import load_json, read_text
 
-INPUT_HELP = (
-    "A task input: MODALITY or NAME=MODALITY (repeatable), e.g. --input image --input query=text."
-)
-OUTPUT_HELP = "The modality the task must produce, e.g. --output text."
-PDA_FORMATS = ("rich", "dot", "mermaid", "json")
+PDA_FORMATS = ("rich", *api.PDA_FORMATS)
 VERIFY_FORMATS = ("rich", "text", "json")
-
-
-def _module(name: str) -> Any | None:
-    if importlib.util.find_spec(name) is None:
-        return None
-    return importlib.import_module(name)
-
-
-def _spec_kind(path: str) -> str:
-    """Return 'agent', 'problem' or 'domain' for a spec file."""
-    is_agent = getattr(_module("fllm_cli.ltl"), "is_agent_spec", None)
-    if is_agent is not None and is_agent(path):
-        return "agent"
-    is_problem = getattr(_module("fllm_cli.solve"), "is_problem_spec", None)
-    if is_problem is not None and is_problem(path):
-        return "problem"
-    return "domain"
-
-
-def diagnose(path: str) -> tuple[list[Diagnostic], str]:
-    """Return every diagnostic of a spec file and a one-line summary."""
-    kind = _spec_kind(str(resolve_spec_path(path)))
-    resolved = str(resolve_spec_path(path))
-    if kind == "agent":
-        ltl: Any = _module("fllm_cli.ltl")
-        return ltl.validate_agent_spec(resolved), "agent spec"
-    if kind == "problem":
-        solve: Any = _module("fllm_cli.solve")
-        return solve.validate_problem_spec(resolved), "problem"
-    return api.diagnose_domain(path)
-
 
 VALIDATE_FORMATS = ("rich", "json")
 
@@ -171,34 +141,18 @@ def render_pda(
     domain is shown for one input of each allowed modality and a start symbol S over the outputs.
     """
     fmt = check_format(fmt, PDA_FORMATS, {"table": "rich"})
-    if _spec_kind(str(resolve_spec_path(spec))) == "agent":
-        ltl: Any = _module("fllm_cli.ltl")
-        path = str(resolve_spec_path(spec))
+    if api.spec_kind(spec) == "agent":
         if fmt == "rich":
-            _show(views.agent_table(*ltl.agent_automaton(path)), out_file)
+            _show(views.agent_table(*api.agent_automaton(spec)), out_file)
         else:
-            _write_text(ltl.render_agent_automaton(path, fmt), out_file)
+            _write_text(api.render_agent_automaton(spec, fmt), out_file)
         return
     domain = api.load_domain(spec)
-    if output is None and not inputs:
-        pda = api.overview(domain, parse_var_options(var))
-    else:
-        pda = api.compile_problem(
-            domain,
-            inputs=inputs,
-            output=output,
-            variables=parse_var_options(var),
-            require_vars=False,
-        ).pda
+    pda = api.automaton(domain, inputs=inputs, output=output, variables=api.parse_vars(var))
     if fmt == "rich":
         _show(views.pda_table(pda, f"PDA of {domain.name}"), out_file)
     else:
-        text = {
-            "dot": pda_render.to_dot,
-            "mermaid": pda_render.to_mermaid,
-            "json": pda_render.to_json,
-        }[fmt](pda)
-        _write_text(text, out_file)
+        _write_text(api.render_pda(pda, fmt), out_file)
 
 
 def _show(renderable: Any, out_file: str | None) -> None:
@@ -214,39 +168,6 @@ def _write_text(text: str, out_file: str | None) -> None:
         write_atomic(out_file, text)
     else:
         sys.stdout.write(text)
-
-
-def _rich_tree(derivation: Derivation) -> Tree:
-    """Return a derivation as a tree; every label is plain text, never markup."""
-    g = derivation.grammar
-
-    def label(node: TreeNode) -> Text:
-        head = derivation.head(node)
-        if head is not None and g.terminal[head].kind == "input":
-            return plain(head, style="cyan")
-        if head is not None:
-            return Text.assemble(plain(head, "bold"), " ", plain(f"→ {g.phrase(node.lhs)}", "dim"))
-        return plain(node.lhs)
-
-    def add(parent: Tree, node: TreeNode) -> None:
-        branch = parent.add(label(node))
-        for child in node.children:
-            if isinstance(child, TreeNode):
-                add(branch, child)
-            elif derivation.head(node) != child:
-                branch.add(plain(child, style="green"))
-
-    if derivation.root is None:
-        return Tree("(empty)")
-    if derivation.depth() > MAX_TREE_DEPTH:
-        return Tree(plain(f"(a derivation {derivation.depth()} levels deep: not drawn)"))
-    root = Tree(label(derivation.root))
-    for child in derivation.root.children:
-        if isinstance(child, TreeNode):
-            add(root, child)
-        elif derivation.head(derivation.root) != child:
-            root.add(plain(child, style="green"))
-    return root
 
 
 def verify(
@@ -282,22 +203,9 @@ def verify(
     if data_file is not None or constraints_file is not None:
         _verify_data(spec, text, shown, data_file, constraints_file, quiet, fmt, out_file)
     word, doc = api.read_plan_file(text, shown)
-    if doc is not None:
-        if not inputs and isinstance(doc.get("inputs"), dict):
-            inputs = [f"{k}={v}" for k, v in doc["inputs"].items()]
-        output = output or doc.get("output") or None
-    variables = parse_var_options(var)
-    if doc is not None and isinstance(doc.get("vars"), dict):
-        variables = {**{str(k): str(v) for k, v in doc["vars"].items()}, **variables}
-    problem = api.compile_problem(
-        spec,
-        inputs=inputs,
-        output=output,
-        task=(doc or {}).get("task", ""),
-        variables=variables,
-        require_vars=False,
+    problem, verdict = api.verify_plan(
+        spec, word, doc, inputs=inputs, output=output, variables=api.parse_vars(var)
     )
-    verdict = api.verify(problem, word, doc)
     where = _failure_place(verdict, text, shown, doc) if not verdict.valid else None
     steps = problem.steps(verdict) if verdict.valid else []
     report = {
@@ -390,19 +298,31 @@ def _print_verdict(report: dict[str, Any], fmt: str, verdict: Any, spec: str) ->
             )
         )
         if verdict.derivation is not None:
-            out.print(_rich_tree(verdict.derivation))
+            out.print(views.derivation_tree(verdict.derivation))
     for step in report["steps"]:
         out.print(step, highlight=False, markup=False)
 
 
+VALIDATE_EXAMPLES = examples(
+    "fllm validate domains/daily_plan.yaml",
+    "fllm validate domains/*.yaml -f json -o checks.json",
+)
+RENDER_EXAMPLES = examples(
+    "fllm render-pda domains/openagi.yaml --input image --output text",
+    "fllm render-pda domains/agents/react.sexp --format mermaid -o react.mmd",
+)
+VERIFY_EXAMPLES = examples(
+    'fllm verify domains/daily_plan.yaml plan.txt; echo "exit $?"',
+    "fllm plan domains/openagi.yaml TASK -f json | fllm verify domains/openagi.yaml -",
+)
+
+
 def register(app: typer.Typer) -> None:
     """Add the commands to the app."""
-    app.command("validate")(validate)
-    app.command("render-pda")(render_pda)
-    app.command("verify")(verify)
+    app.command("validate", epilog=VALIDATE_EXAMPLES)(validate)
+    app.command("render-pda", epilog=RENDER_EXAMPLES)(render_pda)
+    app.command("verify", epilog=VERIFY_EXAMPLES)(verify)
 
 
 def _shown_total(report: dict[str, Any]) -> str:
-    from fllm_cli.databound.spec import Currency  # only data plans need it
-
-    return Currency.from_dict(report.get("currency")).show(round(report["total_cost"], 2))
+    return api.money(report.get("currency"))(round(report["total_cost"], 2))

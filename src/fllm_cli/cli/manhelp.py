@@ -64,3 +64,12 @@ def install() -> bool:
     argument._usage_display_name = usage_display_name
     base._fllm_man = True
     return True
+
+
+def examples(*lines: str) -> str:
+    """Return a command's EXAMPLES section (its help epilog): one command line each, as typed.
+
+    The epilog is rich markup, so a ``[`` is escaped; lines are kept as they are.
+    """
+    body = "\n".join("  " + line.replace("[", "\\[") for line in lines)
+    return "Examples:\n" + body

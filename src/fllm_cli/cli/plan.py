@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fllm_cli import api
+from fllm_cli.cli import views
 from fllm_cli.cli.common import (
     read_json_arg,
     stderr_console,
@@ -20,39 +21,30 @@ from fllm_cli.cli.common import (
     time_parts,
     write_atomic,
 )
-from fllm_cli.cli.core import INPUT_HELP, OUTPUT_HELP, _rich_tree
+from fllm_cli.cli.manhelp import examples
 from fllm_cli.cli.options import (
-    DEFAULT_RETRIES,
-    DEFAULT_TEMPERATURE,
-    DEFAULT_TIMEOUT,
-    ApiBaseOpt,
-    ChoiceModeOpt,
+    OUTPUT_HELP,
     ConstraintsOpt,
     DataOpt,
     MaxCostOpt,
     MaxSecondsOpt,
+    ModelFlags,
     ModelOpt,
-    NoCacheOpt,
     OutOpt,
     QuietOpt,
-    RetriesOpt,
-    TemperatureOpt,
-    TimeoutOpt,
+    TimeLimitOpt,
     check_format,
+    flag_groups,
     format_option,
-    model_options,
     renamed,
 )
 from fllm_cli.cli.progress import LiveStatus
 from fllm_cli.cli.safe import plain, safe, safe_json
-from fllm_cli.domain.variables import parse_var_options
 from fllm_cli.errors import FllmError, IncompleteRun, UsageError
-from fllm_cli.llm.registry import make_model, resolve_model_name
-from fllm_cli.plan.document import step_lines
-from fllm_cli.plan.export import EXPORTERS, FORMATS
-from fllm_cli.search.planner import Budgets
 
-VAR_HELP = "A scenario variable of the domain: NAME=VALUE (repeatable), e.g. --var buyer=Microsoft."
+FORMATS = api.PLAN_FORMATS
+
+VAR_HELP = "A scenario variable: NAME=VALUE (repeatable)."
 
 
 def stats_line(stats: dict[str, Any]) -> str:
@@ -84,44 +76,44 @@ def _on_event(status: LiveStatus) -> Any:
     return on_event
 
 
+@flag_groups
 def plan(
     spec: str = typer.Argument(..., help="Domain spec, e.g. domains/openagi.yaml."),
     task: str = typer.Argument(..., help="The task, in natural language."),
     inputs: list[str] = typer.Option(
-        [], "--input", "-i", help=INPUT_HELP + " Omitted: the model is asked."
+        [],
+        "--input",
+        "-i",
+        help="A task input: MODALITY or NAME=MODALITY (repeatable); omitted: the model is asked.",
     ),
     output: str | None = typer.Option(
         None, "--output", help=OUTPUT_HELP + " Omitted: the model is asked."
     ),
     model: ModelOpt = None,
-    api_base: ApiBaseOpt = None,
-    temperature: TemperatureOpt = DEFAULT_TEMPERATURE,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
-    retries: RetriesOpt = DEFAULT_RETRIES,
-    no_cache: NoCacheOpt = False,
-    choice_mode: ChoiceModeOpt = None,
+    flags: ModelFlags = ModelFlags(),
     fmt: str = format_option(FORMATS),
     out_file: OutOpt = None,
     trace_file: str | None = typer.Option(
-        None, "--trace", help="Record every choice point to FILE.jsonl."
+        None, "--trace", metavar="FILE", help="Record every choice point to FILE (JSONL)."
     ),
     max_llm_calls: int | None = typer.Option(
         None,
         "--max-llm-calls",
         min=0,
-        help="Model calls allowed; later choices go towards the shortest plan.",
+        help="Model calls allowed; then the shortest plan.",
     ),
     max_backtracks: int = typer.Option(100, "--max-backtracks", min=0, help="Backtracks allowed."),
     max_moves: int = typer.Option(10_000, "--max-moves", min=1, help="Automaton moves allowed."),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1, hidden=True),
     max_cost: MaxCostOpt = None,
     max_seconds: MaxSecondsOpt = None,
+    time_limit: TimeLimitOpt = None,
     quiet: QuietOpt = False,
     explain: bool = typer.Option(
         False,
         "--explain",
-        help="Also say why: how the interface was read and what in the request made each "
-        'step relevant (the plan JSON always holds it under "why").',
+        help="Also say why: the interface as read, what made each step relevant (the plan JSON"
+        ' always holds it, as "why").',
     ),
     var: list[str] = typer.Option([], "--var", help=VAR_HELP),
     data_file: DataOpt = None,
@@ -129,19 +121,18 @@ def plan(
     objective: str | None = typer.Option(
         None,
         "--objective",
-        help="Data domains with an 'objective' request field: 'cheapest' plans the least "
-        "costly trip within every rule (no model asked); without it the request's own words "
-        "decide ('as cheap as possible'), else the model chooses.",
+        help="Data domains: cheapest plans the least costly trip within every rule (no model "
+        "asked); choose leaves it to the request's words, else to the model.",
     ),
     search: str = typer.Option(
         api.DEFAULT_SEARCH,
         "--search",
-        help="meaning: score whole valid plans by what the request means (offline sentence "
-        "encoder), ask the model among ties (tool domains); words: the same by shared words; "
-        "greedy: ask at every choice point, as the paper does. 'beam' is 'meaning'.",
+        help="meaning: rank whole valid plans by what the request means, the model breaking "
+        "ties; words: the same by shared words; greedy: ask at every choice point (the paper). "
+        "'beam' is 'meaning'.",
     ),
     run: bool = typer.Option(
-        False, "--run", help="Then carry the plan out with --bind and --value (as fllm run)."
+        False, "--run", help="Then carry it out (as fllm run): --bind, --value."
     ),
     bind: str | None = typer.Option(
         None, "--bind", metavar="FILE", help="With --run: how each tool is called."
@@ -152,15 +143,13 @@ def plan(
     allow_fallbacks: bool = typer.Option(
         False,
         "--allow-fallbacks",
-        help="Accept a plan although more than a quarter of the model's replies named no "
-        "option (those choices took the first option); by default such a run fails.",
+        help="Accept a plan in which over a quarter of the model's replies named no option "
+        "(each took the first); by default such a run fails.",
     ),
 ) -> None:
     """Make a model plan inside the domain's automaton; the plan is valid by construction.
 
-    Moves that lead to dead ends are never offered, and a single feasible move is taken without
-    asking. With --search greedy the model is shown the task, the progress so far and the
-    numbered feasible choices at each point with several moves.
+    Moves that lead to dead ends are never offered; a single feasible move is taken unasked.
     """
     fmt = check_format(fmt, FORMATS + DATA_FORMATS)
     data = read_json_arg(data_file) if data_file else None
@@ -174,13 +163,12 @@ def plan(
             raise UsageError("--constraints: the request's values must be a JSON object")
         given = {**(given or {}), "objective": None if objective == "choose" else objective}
     moves = renamed(max_moves, max_steps, "--max-moves", "--max-steps", quiet)
+    max_seconds = time_limit if time_limit is not None else max_seconds
     domain = api.load_domain(spec)
-    variables = parse_var_options(var)
-    options = model_options(
-        api_base, temperature, timeout, retries, no_cache, max_cost, choice_mode
-    )
+    variables = api.parse_vars(var)
+    options = flags.options(max_cost)
     status = LiveStatus("planning", enabled=not quiet)
-    backend = status.observe(make_model(model, options), max_seconds, max_cost=max_cost)
+    backend = status.observe(model, options, max_seconds, max_cost=max_cost)
     trace: list[dict[str, Any]] = []
     try:
         with status:
@@ -191,7 +179,7 @@ def plan(
                 inputs=inputs,
                 output=output,
                 variables=variables,
-                budgets=Budgets(max_llm_calls, max_backtracks, moves),
+                budgets=api.Budgets(max_llm_calls, max_backtracks, moves),
                 options=options,
                 on_event=_on_event(status),
                 trace=trace,
@@ -205,7 +193,7 @@ def plan(
             _write_trace(trace_file, trace)
         if out_file and exc.partial is not None and fmt in ("json", "rich"):
             try:
-                kept = _write_partial(out_file, exc, task, domain.name, resolve_model_name(model))
+                kept = _write_partial(out_file, exc, task, domain.name, api.model_name(model))
                 note = f"the steps so far are in {kept}"
             except UsageError as failed:  # the planner's error is the one to report
                 note = f"the steps so far were not kept: {failed.message}"
@@ -214,7 +202,7 @@ def plan(
     finally:
         backend.close()
     doc = result.document
-    doc["model"] = resolve_model_name(model)
+    doc["model"] = api.model_name(model)
     info = backend.info()
     if info:
         doc["stats"]["backend"] = info
@@ -235,11 +223,12 @@ def _run_planned(
     doc: dict[str, Any], bind: str | None, values: list[str], model: str | None, quiet: bool
 ) -> Any:
     """Carry out the plan just made; its run goes into the plan document under "run"."""
-    from fllm_cli.cli.tools import execute, values_of
+    from fllm_cli.cli.tools import execute
 
     if not bind:
         raise UsageError("--run needs --bind FILE (how each tool is called)")
-    outcome = execute(doc, bind, values_of(values, doc, "--value"), None, model, 4, 2, quiet)
+    given = api.input_values(values, doc, "--value")
+    outcome = execute(doc, bind, given, None, model, 4, 2, quiet)
     doc["run"] = outcome.as_dict()
     return outcome
 
@@ -306,17 +295,15 @@ def _write_trace(path: str, records: list[dict[str, Any]]) -> None:
 def _emit(
     doc: dict[str, Any], result: api.PlanResult, fmt: str, out_file: str | None, quiet: bool
 ) -> None:
-    from fllm_cli.plan.document import _task_from_doc
-
-    text = EXPORTERS["json" if fmt == "rich" else fmt](doc)
+    text = api.export_plan(doc, fmt)
     if _written(text, fmt, out_file, quiet, lambda: _terminal_export(doc, fmt)):
         return
     out = stdout_console()
     out.print(Text.assemble(("Plan", "bold"), " for: ", plain(doc["task"])))
     if result.derivation is not None:
-        out.print(_rich_tree(result.derivation))
+        out.print(views.derivation_tree(result.derivation))
     out.print(Text("Execution order", style="bold"))
-    for line in step_lines(doc, _task_from_doc(doc)):
+    for line in api.plan_steps(doc):
         out.print(plain("  " + line))
     out.print(plain(stats_line(doc["stats"]), style="dim"))
 
@@ -346,7 +333,7 @@ def _terminal_export(doc: dict[str, Any], fmt: str) -> str:
 
     JSON and YAML stay the same data (their own escapes); the other formats show escapes.
     """
-    text = EXPORTERS[fmt](doc)
+    text = api.export_plan(doc, fmt)
     if fmt == "json":
         return safe_json(text)
     if fmt == "yaml":
@@ -370,9 +357,7 @@ def emit_data_plan(doc: dict[str, Any], fmt: str, out_file: str | None, quiet: b
         raise UsageError(
             f"--format {fmt} does not apply to a data-bound plan (use rich, json or travelplanner)"
         )
-    from fllm_cli.databound.spec import Currency  # only data plans need it
-
-    show = Currency.from_dict(doc.get("currency")).show
+    show = api.money(doc.get("currency"))
     body = doc["plan"] if fmt in DATA_FORMATS else doc
     text = json.dumps(body, indent=2, ensure_ascii=False) + "\n"
     if fmt in DATA_FORMATS and not quiet:  # the day list alone is the format: say how the
@@ -386,7 +371,7 @@ def emit_data_plan(doc: dict[str, Any], fmt: str, out_file: str | None, quiet: b
     for name, value in doc.get("request", {}).items():
         if value in (None, []):
             continue
-        read.add_row(plain(name), plain(_shown(value)), plain(how_read(doc, name)))
+        read.add_row(plain(name), plain(api.shown_value(value)), plain(how_read(doc, name)))
     out.print(read)
     costs: dict[tuple[int, str], float] = {
         (c["day"], c["slot"]): c["cost"] for c in doc.get("costs", [])
@@ -408,10 +393,6 @@ def emit_data_plan(doc: dict[str, Any], fmt: str, out_file: str | None, quiet: b
         line += f" of a {show(budget)} {bound}"
     out.print(Text(line, style="bold"))
     out.print(plain(stats_line(doc["stats"]), style="dim"))
-
-
-def _shown(value: Any) -> str:
-    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def how_read(doc: dict[str, Any], name: str) -> str:
@@ -436,10 +417,16 @@ def request_line(doc: dict[str, Any]) -> str:
         if value in (None, []):
             continue
         how = how_read(doc, name)
-        parts.append(f"{name} {_shown(value)}" + (f" ({how})" if how else ""))
+        parts.append(f"{name} {api.shown_value(value)}" + (f" ({how})" if how else ""))
     return "; ".join(parts)
+
+
+EXAMPLES = examples(
+    'fllm plan domains/openagi.yaml "Caption this image." -i image --output text -o plan.json',
+    'fllm plan domains/risk_management.yaml "Review the acquisition." --var buyer=Microsoft',
+)
 
 
 def register(app: typer.Typer) -> None:
     """Add the command to the app."""
-    app.command("plan")(plan)
+    app.command("plan", epilog=EXAMPLES)(plan)

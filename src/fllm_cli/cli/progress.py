@@ -13,9 +13,8 @@ from typing import Any
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from fllm_cli import api
 from fllm_cli.cli.common import stderr_console
-from fllm_cli.llm.base import Model
-from fllm_cli.llm.meter import CallTally, RunMeter
 
 
 class LiveStatus:
@@ -59,7 +58,7 @@ class LiveStatus:
         if self._progress is not None:
             self._progress.update(self._task, description=f"{self.label}: {escape(text)}")
 
-    def calls(self, tally: CallTally) -> None:
+    def calls(self, tally: api.CallTally) -> None:
         """Show the model calls, tokens and spend so far (the stage comes from the request)."""
         if self._progress is None:
             return
@@ -74,16 +73,12 @@ class LiveStatus:
 
     def observe(
         self,
-        model: Model,
+        model: str | api.Model | None,
+        options: api.ModelOptions | None = None,
         max_seconds: float | None = None,
-        flag: str = "--max-seconds",
         max_cost: float | None = None,
-    ) -> RunMeter:
+    ) -> api.RunMeter:
         """Return the run's meter around ``model``: it updates this display at each call."""
-        return RunMeter(
-            model,
-            on_call=self.calls,
-            max_seconds=max_seconds,
-            budget_flag=flag,
-            max_cost=max_cost,
+        return api.metered_model(
+            model, options, on_call=self.calls, max_seconds=max_seconds, max_cost=max_cost
         )

@@ -10,6 +10,7 @@ from fllm_cli.bench import report as rep
 from fllm_cli.bench.html import render_html
 from fllm_cli.bench.results import is_results_file, read_results, report_from_results
 from fllm_cli.cli.common import stderr_console, write_atomic
+from fllm_cli.cli.manhelp import examples
 from fllm_cli.cli.options import OutOpt, QuietOpt, check_format, format_option
 from fllm_cli.cli.safe import plain
 from fllm_cli.errors import UsageError
@@ -58,6 +59,12 @@ def report(
         sys.stdout.write(text)
 
 
+EXAMPLES = examples(
+    "fllm report runs/openagi.jsonl -o report.html",
+    "fllm report report.json -f markdown",
+)
+
+
 def register(app: typer.Typer) -> None:
     """Add the command to the app."""
-    app.command("report")(report)
+    app.command("report", epilog=EXAMPLES)(report)

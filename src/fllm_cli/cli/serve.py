@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from fllm_cli import api
+from fllm_cli.cli.manhelp import examples
 from fllm_cli.errors import FllmError
 
 
@@ -70,17 +71,7 @@ def build_server() -> Any:
         """Check a plan (the JSON of fllm plan) against a domain: valid, or where and why not."""
         try:
             word, doc = api.read_plan_file(json.dumps(plan), "plan")
-            doc = doc or {}
-            found = doc.get("inputs")
-            given: dict[str, Any] = found if isinstance(found, dict) else {}
-            problem = api.compile_problem(
-                domain,
-                inputs=[f"{k}={v}" for k, v in given.items()],
-                output=doc.get("output") or None,
-                task=str(doc.get("task", "")),
-                require_vars=False,
-            )
-            verdict = api.verify(problem, word, doc)
+            _, verdict = api.verify_plan(domain, word, doc)
         except FllmError as exc:
             raise _fail(exc) from None
         return {"valid": verdict.valid, "reason": None if verdict.valid else verdict.reason}
@@ -100,10 +91,7 @@ def build_server() -> Any:
 
 
 def mcp_command() -> None:
-    """Serve fllm over MCP on stdio: validate, plan, verify and run as tools.
-
-    Example (an MCP client's server entry): {"command": "fllm", "args": ["mcp"]}
-    """
+    """Serve fllm over MCP on stdio: validate, plan, verify and run as tools."""
     try:
         import mcp  # noqa: F401
     except ImportError:
@@ -113,6 +101,12 @@ def mcp_command() -> None:
     build_server().run("stdio")
 
 
+EXAMPLES = examples(
+    "fllm mcp   # as an MCP client starts it; stdin and stdout carry the protocol",
+    'The client\'s server entry: {"command": "fllm", "args": ["mcp"]}',
+)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``mcp`` to the app."""
-    app.command("mcp")(mcp_command)
+    app.command("mcp", epilog=EXAMPLES)(mcp_command)

@@ -10,122 +10,47 @@ import typer
 
 from fllm_cli import api
 from fllm_cli.cli.common import stderr_console, stdout_console, write_atomic
+from fllm_cli.cli.manhelp import examples
 from fllm_cli.cli.options import (
-    DEFAULT_RETRIES,
-    DEFAULT_TEMPERATURE,
-    DEFAULT_TIMEOUT,
-    ApiBaseOpt,
-    ChoiceModeOpt,
     MaxCostOpt,
+    ModelFlags,
     ModelOpt,
-    NoCacheOpt,
     OutOpt,
     QuietOpt,
-    RetriesOpt,
-    TemperatureOpt,
-    TimeoutOpt,
+    SolveFlags,
     check_format,
+    flag_groups,
     format_option,
-    model_options,
     renamed,
 )
 from fllm_cli.cli.progress import LiveStatus
 from fllm_cli.cli.safe import safe_json
 from fllm_cli.errors import IncompleteRun, UsageError
 
-_ATTEMPTS = typer.Option(
-    5,
-    "--max-attempts",
-    min=1,
-    help="Runs of generated code per round (a runtime error sends the traceback back).",
-)
-_ROUNDS = typer.Option(5, "--max-rounds", min=1, help="Self-assessment rounds.")
-_CODE_TIMEOUT = typer.Option(
-    30.0, "--code-timeout", min=0.5, help="Wall-clock seconds per run of generated code."
-)
-_MEMORY = typer.Option(1024, "--memory-mb", min=64, help="Memory limit of the sandbox (MB).")
-_HORIZON = typer.Option(
-    None,
-    "--max-horizon",
-    min=1,
-    max=1000,
-    help="Largest plan length tried (multi-step; default from the problem file).",
-)
-_OLD_HORIZON = typer.Option(None, "--max-steps", min=1, max=1000, hidden=True)
+# Old spellings, hidden, kept for one release.
 _OLD_OUT = typer.Option(None, "--output", hidden=True)
 _OLD_JSON = typer.Option(False, "--json", hidden=True)
-DEFAULT_SOLVE_SECONDS = 300.0
-_SECONDS = typer.Option(
-    DEFAULT_SOLVE_SECONDS,
-    "--max-seconds",
-    min=1.0,
-    help="Wall-clock budget of one query; no stage starts after it (exit 3).",
-)
 SOLVE_FORMATS = ("rich", "json")
-_UNISOLATED = typer.Option(
-    False,
-    "--unisolated",
-    help="Run generated code even where the kernel cannot isolate it (see docs/security.md).",
-)
-
-
-def _settings(
-    attempts: int,
-    rounds: int,
-    timeout: float,
-    memory: int,
-    horizon: int | None,
-    seconds: float,
-    unisolated: bool,
-) -> Any:
-    from fllm_cli.solve.sandbox import Limits
-
-    return api.SolveSettings(
-        max_attempts=attempts,
-        max_rounds=rounds,
-        max_horizon=horizon,
-        limits=Limits(timeout=timeout, memory_mb=memory),
-        max_seconds=seconds,
-        allow_unisolated=unisolated,
-    )
 
 
 def _common(
-    fmt: str,
-    as_json: bool,
-    out: str | None,
-    old_out: str | None,
-    horizon: Any,
-    old: Any,
-    quiet: bool,
-) -> tuple[str, str | None, int | None]:
-    """Resolve the format, output file and horizon, old spellings included."""
+    fmt: str, as_json: bool, out: str | None, old_out: str | None, quiet: bool
+) -> tuple[str, str | None]:
+    """Resolve the format and the output file, old spellings included."""
     fmt = check_format("json" if as_json else fmt, SOLVE_FORMATS)
-    out_file = renamed(out, old_out, "--out", "--output", quiet)
-    max_horizon = renamed(horizon, old, "--max-horizon", "--max-steps", quiet)
-    return fmt, out_file, max_horizon
-
-
-def _problem(path: str) -> Any:
-    from fllm_cli.resources import resolve_spec_path
-
-    return api.load_problem(resolve_spec_path(path))
+    return fmt, renamed(out, old_out, "--out", "--output", quiet)
 
 
 def _trace_lines(records: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
+@flag_groups
 def solve_command(
     problem: str = typer.Argument(..., help="Problem file (YAML with a top-level 'problem:')."),
     query: str = typer.Argument(..., help="The query; '-' reads it from standard input."),
     model: ModelOpt = None,
-    api_base: ApiBaseOpt = None,
-    temperature: TemperatureOpt = DEFAULT_TEMPERATURE,
-    request_timeout: TimeoutOpt = DEFAULT_TIMEOUT,
-    retries: RetriesOpt = DEFAULT_RETRIES,
-    no_cache: NoCacheOpt = False,
-    choice_mode: ChoiceModeOpt = None,
+    flags: ModelFlags = ModelFlags(),
     max_cost: MaxCostOpt = None,
     fmt: str = format_option(SOLVE_FORMATS),
     out_file: OutOpt = None,
@@ -134,44 +59,23 @@ def solve_command(
     trace: str | None = typer.Option(
         None, "--trace", help="Record every stage's prompt and reply (JSONL)."
     ),
-    max_attempts: int = _ATTEMPTS,
-    max_rounds: int = _ROUNDS,
-    timeout: float = _CODE_TIMEOUT,
-    memory_mb: int = _MEMORY,
-    max_horizon: int | None = _HORIZON,
-    max_steps: int | None = _OLD_HORIZON,
-    max_seconds: float = _SECONDS,
-    unisolated: bool = _UNISOLATED,
+    budgets: SolveFlags = SolveFlags(),
     quiet: QuietOpt = False,
 ) -> None:
     """Solve a planning query: the model formulates it, Z3 solves it in a sandbox."""
     import sys
 
-    from fllm_cli.llm.registry import make_model
-    from fllm_cli.solve.pipeline import Session
-
-    fmt, out, horizon = _common(fmt, as_json, out_file, output, max_horizon, max_steps, quiet)
-    spec = _problem(problem)
+    fmt, out = _common(fmt, as_json, out_file, output, quiet)
+    settings = budgets.settings(quiet)
+    spec = api.load_problem(problem)
     text = sys.stdin.read() if query == "-" else query
     if not text.strip():
         raise UsageError("the query is empty")
-    settings = _settings(
-        max_attempts, max_rounds, timeout, memory_mb, horizon, max_seconds, unisolated
-    )
     status = LiveStatus("solving", enabled=not quiet)
-    backend = status.observe(
-        make_model(
-            model,
-            model_options(
-                api_base, temperature, request_timeout, retries, no_cache, choice_mode=choice_mode
-            ),
-        ),
-        max_cost=max_cost,
-    )
-    session = Session(backend, spec, text, settings)
+    backend = status.observe(model, flags.options(), max_cost=max_cost)
     try:
         with status:
-            result = api.solve(spec, text, backend, settings, session)
+            result = api.solve(spec, text, backend, settings)
     finally:
         backend.close()
         if trace:
@@ -222,16 +126,12 @@ def _render(data: dict[str, Any]) -> None:
     stderr_console().print("stats: " + "; ".join(parts), highlight=False)
 
 
+@flag_groups
 def bench_command(
     problem: str = typer.Argument(..., help="Problem file."),
     benchmark: str = typer.Argument(..., help="OptiGuide JSON or PlanBench JSONL file."),
     model: ModelOpt = None,
-    api_base: ApiBaseOpt = None,
-    temperature: TemperatureOpt = DEFAULT_TEMPERATURE,
-    request_timeout: TimeoutOpt = DEFAULT_TIMEOUT,
-    retries: RetriesOpt = DEFAULT_RETRIES,
-    no_cache: NoCacheOpt = False,
-    choice_mode: ChoiceModeOpt = None,
+    flags: ModelFlags = ModelFlags(),
     max_cost: MaxCostOpt = None,
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N queries."),
     concurrency: int = typer.Option(
@@ -244,34 +144,21 @@ def bench_command(
     tolerance: float = typer.Option(
         1e-4, "--tolerance", min=0.0, help="Relative tolerance on the objective."
     ),
-    max_attempts: int = _ATTEMPTS,
-    max_rounds: int = _ROUNDS,
-    timeout: float = _CODE_TIMEOUT,
-    memory_mb: int = _MEMORY,
-    max_horizon: int | None = _HORIZON,
-    max_steps: int | None = _OLD_HORIZON,
-    max_seconds: float = _SECONDS,
-    unisolated: bool = _UNISOLATED,
+    budgets: SolveFlags = SolveFlags(),
     quiet: QuietOpt = False,
 ) -> None:
     """Score the pipeline on a benchmark: optimal rate and success rate."""
-    from fllm_cli.llm.registry import make_model
-    from fllm_cli.solve.bench import load_bench, run_bench
-
-    fmt, output, horizon = _common(fmt, False, out_file, output, max_horizon, max_steps, quiet)
-    spec = _problem(problem)
-    items = load_bench(benchmark)[:limit] if limit else load_bench(benchmark)
-    settings = _settings(
-        max_attempts, max_rounds, timeout, memory_mb, horizon, max_seconds, unisolated
-    )
-    options = model_options(
-        api_base, temperature, request_timeout, retries, no_cache, choice_mode=choice_mode
-    )
+    fmt, output = _common(fmt, False, out_file, output, quiet)
+    settings = budgets.settings(quiet)
+    spec = api.load_problem(problem)
+    items = api.load_solve_bench(benchmark)
+    items = items[:limit] if limit else items
+    options = flags.options()
     err = stderr_console()
     status = LiveStatus("solve-bench", enabled=not quiet)
     # The run's meter (built now: a bad --model fails before any thread starts) counts and
     # caps the spend of every query; each thread's model is a fork of it.
-    meter = status.observe(make_model(model, options), max_cost=max_cost)
+    meter = status.observe(model, options, max_cost=max_cost)
     done = {"n": 0, "optimal": 0}
 
     def progress(row: dict[str, Any]) -> None:
@@ -281,10 +168,10 @@ def bench_command(
 
     try:
         with status:
-            report = run_bench(
+            report = api.run_solve_bench(
                 spec,
                 items,
-                lambda: meter.fork(make_model(model, options)),
+                lambda: meter.fork(api.make_model(model, options)),
                 settings,
                 concurrency,
                 tolerance,
@@ -327,7 +214,17 @@ def bench_command(
         err.print(f"report written to {Path(output)}", highlight=False, markup=False)
 
 
+SOLVE_EXAMPLES = examples(
+    'fllm solve domains/problems/coffee.yaml "What if demand at cafe1 rose by 23%?" -m gpt-4o',
+    "fllm solve domains/problems/blocksworld.yaml - -m gpt-4o < instance.txt",
+)
+BENCH_EXAMPLES = examples(
+    "fllm solve-bench domains/problems/coffee.yaml domains/problems/data/coffee.benchmark.json"
+    " -m gpt-4o --limit 50",
+)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``solve`` and ``solve-bench`` to the app."""
-    app.command("solve")(solve_command)
-    app.command("solve-bench")(bench_command)
+    app.command("solve", epilog=SOLVE_EXAMPLES)(solve_command)
+    app.command("solve-bench", epilog=BENCH_EXAMPLES)(bench_command)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-import yaml
 
 from fllm_cli import api
 from fllm_cli.cli.common import (
@@ -18,11 +17,10 @@ from fllm_cli.cli.common import (
     stdout_console,
     write_atomic,
 )
+from fllm_cli.cli.manhelp import examples
 from fllm_cli.cli.options import ModelOpt, QuietOpt, check_format
 from fllm_cli.cli.safe import plain, safe, safe_json
 from fllm_cli.errors import FllmError, IncompleteRun, UsageError
-from fllm_cli.execute.mcp_client import list_tools
-from fllm_cli.toolset import read_tool_list, write_bindings, write_domain
 
 RUN_FORMATS = ("text", "json")
 
@@ -48,32 +46,30 @@ def import_tools_command(
     ),
     quiet: QuietOpt = False,
 ) -> None:
-    """Turn a tool list into a tool domain; each decision is a comment in the file.
-
-    Example: fllm import-tools tools.json -o domains/mytools.yaml --bindings mytools.bind.yaml
-    """
+    """Turn a tool list into a tool domain; each decision is a comment in the file."""
     if (source is None) == (mcp is None):
         raise UsageError("give a tool list file or --mcp COMMAND (one of them)")
     server: list[str] | None = None
     if mcp is not None:
         server = _words(mcp)
-        doc: Any = list_tools(tuple(server), Path.cwd())
+        doc: Any = api.list_mcp_tools(server)
         where = f"the MCP server {mcp!r}"
     else:
         assert source is not None
         doc = read_json_arg(source)
         where = "<stdin>" if source == "-" else source
-    table = _mapping(mapping) if mapping else None
-    report = read_tool_list(doc, where, table)
-    domain_name = name or Path(out).stem
-    text = write_domain(report, domain_name, where)
-    write_atomic(out, text)
+    table = api.parse_tool_mapping(read_text_arg(mapping), mapping) if mapping else None
+    made = api.import_tools(
+        doc, where, name=name or Path(out).stem, domain_file=out, mapping=table, server=server
+    )
+    report = made.report
+    write_atomic(out, made.domain)
     diagnostics, _ = api.diagnose_domain(out)
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:  # a bug of the importer, never the user's: say it, keep the file for a report
         raise FllmError(f"internal error: the imported domain does not validate: {errors[0]}")
     if bindings:
-        write_atomic(bindings, write_bindings(report, out, server))
+        write_atomic(bindings, made.bindings)
     if quiet:
         return
     err = stderr_console()
@@ -96,13 +92,6 @@ def _words(command: str) -> list[str]:
     if not words:
         raise UsageError("--mcp needs a command, e.g. --mcp 'python my_server.py'")
     return words
-
-
-def _mapping(path: str) -> Any:
-    try:
-        return yaml.safe_load(read_text_arg(path)) or {}
-    except yaml.YAMLError:
-        raise UsageError(f"{path}: the mapping file is not valid YAML") from None
 
 
 def run_command(
@@ -128,10 +117,10 @@ def run_command(
     ),
     quiet: QuietOpt = False,
 ) -> None:
-    """Carry out a plan: each tool called through its binding, independent branches at once,
-    every value checked against its type, a re-plan inside the same rules when a tool fails.
+    """Carry out a plan: each tool called through its binding, a re-plan when a tool fails.
 
-    Example: fllm run plan.json --bind tools.bind.yaml --input text="Hello there"
+    Independent branches run at once, every value is checked against its type, and a re-plan
+    stays inside the same rules.
     """
     fmt = check_format(fmt, RUN_FORMATS)
     doc = read_json_arg(plan_file)
@@ -143,7 +132,7 @@ def run_command(
         if not isinstance(values, dict):
             raise UsageError(f"{inputs_file}: the inputs file must be a JSON object")
         given.update(values)
-    given.update(values_of(inputs, doc, "--input"))
+    given.update(api.input_values(inputs, doc, "--input"))
     result = execute(doc, bind, given, domain, model, workers, max_replans, quiet or fmt == "json")
     body = result.as_dict()
     if out_file:
@@ -156,17 +145,6 @@ def run_command(
     if not result.ok:
         kept = f"; the values made so far are in {out_file}" if out_file else ""
         raise IncompleteRun(result.message + kept)
-
-
-def values_of(items: list[str], doc: dict[str, Any], flag: str) -> dict[str, Any]:
-    """Read NAME=VALUE options as the plan's input values (numbers and JSON by type)."""
-    given: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"bad {flag} {item!r}: write NAME=VALUE")
-        given[key] = _typed(value, str((doc.get("inputs") or {}).get(key, "text")))
-    return given
 
 
 def execute(
@@ -198,14 +176,17 @@ def execute(
     )  # fmt: skip
 
 
-def _typed(value: str, kind: str) -> Any:
-    """Read a --input value as its declared type where the text says so (numbers, JSON)."""
-    from fllm_cli.execute import coerce
-
-    return coerce(value, kind)
+IMPORT_EXAMPLES = examples(
+    "fllm import-tools tools.json -o domains/mytools.yaml --bindings mytools.bind.yaml",
+    'fllm import-tools --mcp "python my_server.py" -o domains/mytools.yaml --bindings b.yaml',
+)
+RUN_EXAMPLES = examples(
+    'fllm plan domains/mytools.yaml "REQUEST" -i text --output number -f json -o plan.json',
+    'fllm run plan.json --bind mytools.bind.yaml --input text="Hello there"',
+)
 
 
 def register(app: typer.Typer) -> None:
     """Add ``import-tools`` and ``run`` to the app."""
-    app.command("import-tools")(import_tools_command)
-    app.command("run")(run_command)
+    app.command("import-tools", epilog=IMPORT_EXAMPLES)(import_tools_command)
+    app.command("run", epilog=RUN_EXAMPLES)(run_command)

@@ -7,16 +7,14 @@ renderables. Text that came from a model, a task or a data file is always wrappe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
+from rich.tree import Tree
 
-from fllm_cli.automaton import render as pda_render
-from fllm_cli.automaton.pda import PDA
-
-if TYPE_CHECKING:
-    from fllm_cli.ltl.runtime import Step
+from fllm_cli import api
+from fllm_cli.cli.safe import plain
 
 
 def _table(
@@ -30,12 +28,46 @@ def _table(
     return table
 
 
-def pda_table(pda: PDA, title: str = "") -> Table:
+def pda_table(pda: api.PDA, title: str = "") -> Table:
     """Return the transitions of a pushdown automaton, with its facts as caption."""
-    table = _table(title, pda_render.TABLE_HEADERS, list(pda_render.table_rows(pda)), {0})
+    headers, rows, facts = api.pda_table(pda)
+    table = _table(title, headers, rows, {0})
     table.columns[0].style = "dim"
-    table.caption = pda_render.facts(pda)
+    table.caption = facts
     return table
+
+
+def derivation_tree(derivation: api.Derivation) -> Tree:
+    """Return a derivation as a tree; every label is plain text, never markup."""
+    g = derivation.grammar
+
+    def label(node: api.TreeNode) -> Text:
+        head = derivation.head(node)
+        if head is not None and g.terminal[head].kind == "input":
+            return plain(head, style="cyan")
+        if head is not None:
+            return Text.assemble(plain(head, "bold"), " ", plain(f"→ {g.phrase(node.lhs)}", "dim"))
+        return plain(node.lhs)
+
+    def add(parent: Tree, node: api.TreeNode) -> None:
+        branch = parent.add(label(node))
+        for child in node.children:
+            if isinstance(child, api.TreeNode):
+                add(branch, child)
+            elif derivation.head(node) != child:
+                branch.add(plain(child, style="green"))
+
+    if derivation.root is None:
+        return Tree("(empty)")
+    if derivation.depth() > api.MAX_TREE_DEPTH:
+        return Tree(plain(f"(a derivation {derivation.depth()} levels deep: not drawn)"))
+    root = Tree(label(derivation.root))
+    for child in derivation.root.children:
+        if isinstance(child, api.TreeNode):
+            add(root, child)
+        elif derivation.head(derivation.root) != child:
+            root.add(plain(child, style="green"))
+    return root
 
 
 def agent_table(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
@@ -97,7 +129,7 @@ def legend() -> Text:
     return text
 
 
-def step_text(step: Step) -> Text:
+def step_text(step: api.AgentStep) -> Text:
     """Return one step as styled text: the tag (green when forced) and its content."""
     line = Text()
     line.append(
