@@ -2,14 +2,14 @@
 
 A rule set maps names to nodes (literal, character class, rule reference, sequence,
 alternatives, repetition); ``root`` is the start. The recogniser (``recognise``), the GBNF
-writer (``gbnf``) and the text builder (``build``) all read this one form.
+writer (``gbnf``) and the text builder (``build``) all read these same rules.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-MAX_REPEAT = 1000
+MAX_REPEAT = 1000  # the largest count a repetition {m,n} may give
 
 
 class LanguageError(ValueError):
