@@ -41,6 +41,8 @@ def _log_norms(rows: np.ndarray, chunk: int = 32) -> np.ndarray:
 
 @dataclass
 class Stats:
+    """What a local model has cost so far: calls, inference time, tokens read and reused."""
+
     calls: int = 0
     infer_seconds: float = 0.0
     tokens_evaluated: int = 0

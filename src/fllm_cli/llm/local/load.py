@@ -25,6 +25,8 @@ _WIDE_TYPES = (0, 1, 32)  # llama_ftype F32, F16, BF16: nothing to unpack
 
 @dataclass
 class Loaded:
+    """A llama.cpp model loaded in this process, and how long loading it took."""
+
     llm: Any
     load_seconds: float
 
