@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fllm_cli.llm.local import _Cores
+from fllm_cli.llm.local.cores import Cores
 
 GUEST = textwrap.dedent(
     """
@@ -34,7 +34,7 @@ def two_cores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_process_alone_uses_every_core_and_drops_to_one_while_a_guest_runs(
     two_cores: Path,
 ) -> None:
-    cores = _Cores()
+    cores = Cores()
     assert cores.threads() == 2
     guest = subprocess.Popen(
         [sys.executable, "-c", GUEST, str(two_cores)],
@@ -51,7 +51,7 @@ def test_a_process_alone_uses_every_core_and_drops_to_one_while_a_guest_runs(
 
 
 def test_the_second_process_is_a_guest_until_the_first_ends(two_cores: Path) -> None:
-    first, second = _Cores(), _Cores()  # two open lock files conflict like two processes
+    first, second = Cores(), Cores()  # two open lock files conflict like two processes
     assert first.threads() == 2
     assert second.threads() == 1
     assert first.threads() == 1  # it sees the guest
@@ -66,10 +66,10 @@ def test_the_setting_and_a_single_core_need_no_lock(
     two_cores: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FLLM_LOCAL_THREADS", "3")
-    assert _Cores().threads() == 3
+    assert Cores().threads() == 3
     monkeypatch.delenv("FLLM_LOCAL_THREADS")
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0}, raising=False)
-    assert _Cores().threads() == 1
+    assert Cores().threads() == 1
     assert not (two_cores / "cores.lock").exists()
 
 
@@ -81,4 +81,4 @@ def test_an_unwritable_home_means_one_thread(
     monkeypatch.setenv("FLLM_HOME", str(blocker / "home"))  # under a file: cannot be made
     monkeypatch.delenv("FLLM_LOCAL_THREADS", raising=False)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert _Cores().threads() == 1
+    assert Cores().threads() == 1

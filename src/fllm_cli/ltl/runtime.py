@@ -6,7 +6,7 @@ no allowed tag ends the text one is forced (chosen by the model when several are
 Budgets only ever remove moves, and only moves from which the final state stays reachable in
 the steps left, so every run ends in the final state unless the environment ends it first.
 
-Content languages (``content.py``) constrain what a state's text may be: the request carries
+Content languages (``content/``) constrain what a state's text may be: the request carries
 the language as a GBNF grammar (the embedded model decodes under it), and every reply is checked;
 a reply outside the language is asked again with the parse error shown, at most
 ``Budget.content_retries`` times, and a reply that still does not parse closes the run by the

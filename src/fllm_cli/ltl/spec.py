@@ -347,11 +347,11 @@ def _yaml_language(node: yamlloc.Node | None, what: str, reader: yamlloc.Reader)
         if isinstance(node.value, str):
             return language_from_text(node.value)
         if isinstance(node.value, dict) and len(node.value) == 1:
-            ((kind, value),) = node.value.items()
-            if kind in ("regex", "gbnf") and isinstance(value.value, str):
-                return make_language(kind, value.value)
-            if kind == "json-schema" and isinstance(value.value, (dict, str)):
-                return make_language(kind, value.plain())
+            ((form, value),) = node.value.items()
+            if form in ("regex", "gbnf") and isinstance(value.value, str):
+                return make_language(form, value.value)
+            if form == "json-schema" and isinstance(value.value, (dict, str)):
+                return make_language(form, value.plain())
     except LanguageError as exc:
         reader.error(f"{what}: {exc}", node.loc)
         return None
