@@ -15,7 +15,8 @@ from typing import Any, ClassVar
 
 from fllm_cli.automaton.pda import PDA, Config
 from fllm_cli.diagnostics import Diagnostic
-from fllm_cli.domain.model import Domain, Task, template_for
+from fllm_cli.domain.model import Domain, Task
+from fllm_cli.domain.templates import template_for
 from fllm_cli.domain.variables import resolve_vars
 from fllm_cli.errors import NoPlanError, UsageError
 from fllm_cli.grammar.cfg import Grammar
