@@ -10,6 +10,7 @@ plan; a task with no plan at all is explained from an unsat core before any plan
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -19,7 +20,6 @@ from fllm_cli.databound.expr import ExprError
 from fllm_cli.databound.spec import Constraint, DataSpec, Slot, clock_minutes
 from fllm_cli.databound.tables import Record
 from fllm_cli.errors import NoPlanError, UsageError
-from fllm_cli.travel.reference import city_key
 
 NONE = -1
 CENTS = 100
@@ -37,9 +37,13 @@ def var_name(var: z3.ExprRef) -> str:
     return var.decl().name()  # type: ignore[no-any-return]
 
 
+# A trailing parenthesised qualifier of a place name: the state of "Denver(Colorado)".
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+
+
 def place_key(text: Any) -> str:
     """Compare places without case, spacing or a trailing ``(State)``."""
-    return city_key(str(text or "")).lower()
+    return " ".join(_QUALIFIER.sub("", str(text or "")).split()).lower()
 
 
 class SlotCost(NamedTuple):
