@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import z3
@@ -200,7 +200,7 @@ class TripModel:
         if self.explaining:
             return records
         for c in self.spec.constraints:
-            if slot.name in c.slots and c.kind in ("forbid", "match"):
+            if slot.name in c.slots and c.rule in ("forbid", "match"):
                 records = [r for r in records if self._fits(c, r) is not False]
         return records
 
@@ -209,7 +209,7 @@ class TripModel:
         wanted = self.request.get(c.request)
         if not wanted:
             return None
-        if c.kind == "forbid":
+        if c.rule == "forbid":
             return c.value.replace("{value}", str(wanted)).lower() not in _lower_values(
                 record[c.column]
             )
@@ -393,7 +393,7 @@ class TripModel:
         total = 0
         grouped: set[str] = set()
         for c in self.spec.constraints:
-            if c.kind != "different":
+            if c.rule != "different":
                 continue
             slots = [
                 (var_name(var), options)
@@ -492,7 +492,7 @@ class TripModel:
 
     def _constraints(self) -> None:
         for c in self.spec.constraints:
-            made = getattr(self, "_c_" + c.kind)(c)
+            made = _RULES[c.rule](self, c)
             if made is not None:
                 name, formulas = made
                 self._track(name, formulas)
@@ -627,8 +627,6 @@ class TripModel:
         self.request_rules.append(name)
         return name, formulas
 
-    _c_match = _c_forbid
-
     # -- queries -----------------------------------------------------------------------------
 
     def check(self, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
@@ -647,7 +645,7 @@ class TripModel:
         core = [str(f).removeprefix("rule:") for f in self.solver.unsat_core()]
         names = [n for n in self.tracked if n in core]
         asks = any(
-            c.kind in ("forbid", "match") and self.request.get(c.request)
+            c.rule in ("forbid", "match") and self.request.get(c.request)
             for c in self.spec.constraints
         )
         extra = []
@@ -736,6 +734,20 @@ class TripModel:
         if opt.check() != z3.sat:
             return None
         return opt, handle
+
+
+# A constraint's rule -> the method that turns it into Z3 formulas (and the name an unsat core
+# gives it), or None when the request leaves the rule nothing to say.
+_RULES: dict[str, Callable[[TripModel, Constraint], tuple[str, list[z3.BoolRef]] | None]] = {
+    "total": TripModel._c_total,
+    "different": TripModel._c_different,
+    "min_nights": TripModel._c_min_nights,
+    "same_kind": TripModel._c_same_kind,
+    "cover": TripModel._c_cover,
+    "forbid": TripModel._c_forbid,
+    "match": TripModel._c_forbid,  # the same: the record's field must fit the request
+    "in_town": TripModel._c_in_town,
+}
 
 
 def _shown_value(value: Any) -> str:
