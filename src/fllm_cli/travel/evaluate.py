@@ -379,7 +379,7 @@ def check_within_sandbox(
         "attraction": ref.attraction,
         "accommodation": ref.accommodation,
     }
-    kinds = {"attraction": "attraction", "accommodation": "accommodation"}
+    categories = {"attraction": "attraction", "accommodation": "accommodation"}
     for day in plan.days:
         for problem in day.problems:
             if problem.field in ("transportation", *lookups) and problem.message != "missing":
@@ -389,10 +389,11 @@ def check_within_sandbox(
             found += _leg_in_sandbox(day.number, leg, ref)
         for field_name, entity in _entities(day):
             if lookups[field_name](entity.name, entity.city) is None:
-                kind = kinds.get(field_name, "restaurant")
-                hint = did_you_mean(entity.name, ref.names_in(kind, entity.city))
+                category = categories.get(field_name, "restaurant")
+                hint = did_you_mean(entity.name, ref.names_in(category, entity.city))
                 found.append(
-                    f"day {day.number} {field_name}: {_q(entity)} is not {article(kind)} {kind}"
+                    f"day {day.number} {field_name}: {_q(entity)} is not {article(category)} "
+                    f"{category}"
                     f" of the reference information{hint}"
                 )
     return CheckResult.of("within_sandbox", found)
