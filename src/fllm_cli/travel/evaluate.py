@@ -81,8 +81,12 @@ class TripConstraints:
         problems = []
         if not self.org.strip() or not self.dest.strip():
             problems.append("'org' and 'dest' must be named")
-        for name in ("days", "visiting_city_number", "people_number"):
-            value = getattr(self, name)
+        counts = {
+            "days": self.days,
+            "visiting_city_number": self.visiting_city_number,
+            "people_number": self.people_number,
+        }
+        for name, value in counts.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 problems.append(f"'{name}' must be a whole number >= 1, got {value!r}")
         if isinstance(self.budget, bool) or not isinstance(self.budget, (int, float)):
