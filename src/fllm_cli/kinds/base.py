@@ -3,7 +3,8 @@
 A *kind* (tool chains, grammars, hand-written automata, …) knows how to check a domain of its
 kind, compile it for one task, and describe the result. Everything above this package — the
 library API, the command line, the benchmark — talks to a :class:`Compiled` domain and never
-asks which kind it is. Adding a kind means one new module here and one entry in the registry.
+asks which kind it is. Adding a kind means one new module here and one row in the table of
+kinds (:data:`fllm_cli.domain.kinds.KINDS`), which tells the loader the kind's own sections.
 """
 
 from __future__ import annotations
