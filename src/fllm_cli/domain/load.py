@@ -318,7 +318,7 @@ def _alternatives(
                 raw.append((item.value, item.loc, ""))
     else:
         reader.error(
-            f"productions of '{lhs}' must be a string or a list, got {node.kind}", node.loc
+            f"productions of '{lhs}' must be a string or a list, got {node.form}", node.loc
         )
     out: list[tuple[tuple[str, ...], Location, str]] = []
     for value, loc, step in raw:
