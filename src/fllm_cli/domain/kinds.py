@@ -60,7 +60,7 @@ class KindRow:
     templates: Mapping[str, str] = field(default_factory=dict)
 
 
-def _tool_rules(reader: Reader, read: Read) -> None:
+def _no_grammar(reader: Reader, read: Read) -> None:
     grammar = read.node("grammar")
     if read.grammar is not None and grammar is not None:
         reader.error("a tool domain cannot also declare 'grammar'", grammar.loc)
@@ -80,7 +80,7 @@ def _needs_grammar(reader: Reader, read: Read) -> None:
 DATA_SECTIONS = ("request", "tables", "trip", "slots", "constraints")
 
 KINDS: dict[str, KindRow] = {
-    "tools": KindRow("fllm_cli.kinds.tools:ToolKind", rules=(_tool_rules, _needs_tools)),
+    "tools": KindRow("fllm_cli.kinds.tools:ToolKind", rules=(_no_grammar, _needs_tools)),
     "grammar": KindRow(
         "fllm_cli.kinds.grammar:GrammarKind",
         rules=(_needs_grammar,),
@@ -116,7 +116,8 @@ def implied_kind(read: Read) -> str:
 def check_kind(reader: Reader, kind: str, read: Read) -> dict[str, Node]:
     """Apply the rules of ``kind`` to a file; return the nodes of the kind's own sections.
 
-    Another kind's section is an error, as is a missing required one; then the kind's rules.
+    A missing required section is an error, as is another kind's section; then the kind's
+    own rules.
     """
     row = KINDS[kind]
     for section in row.required:
