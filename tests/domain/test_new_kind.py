@@ -10,7 +10,7 @@ import pytest
 from fllm_cli import api
 from fllm_cli.domain.kinds import KINDS
 from fllm_cli.domain.load import read_domain
-from fllm_cli.errors import SpecError
+from fllm_cli.errors import SpecError, UsageError
 from fllm_cli.kinds import kind_of
 from tests.conftest import InProc
 from tests.domain import toy_kind
@@ -77,3 +77,11 @@ def test_fllm_validate_knows_the_new_kind(tmp_path: Path, fllm_inproc: InProc) -
     result = fllm_inproc("validate", path)
     assert result.code == 0, result.out + result.err
     assert "toy domain 'box': 1 toys" in result.out
+
+
+def test_the_new_kind_answers_through_the_kind_interface(tmp_path: Path) -> None:
+    domain = api.load_domain(_write(tmp_path, "toys: [ball]\n"))
+    with pytest.raises(UsageError, match="--input/--output do not apply"):
+        kind_of(domain).compile(domain, "a task", ["x"], "y", {})
+    with pytest.raises(UsageError, match="does not plan"):
+        kind_of(domain).compile(domain, "a task", [], None, {})

@@ -43,14 +43,7 @@ class ToyKind(Kind):
     def summary(self, domain: Domain) -> str:
         return f"toy domain '{domain.name}': {len(toys(domain)[0])} toys"
 
-    def compile(
-        self,
-        domain: Domain,
-        task: str,
-        inputs: list[str],
-        output: str | None,
-        variables: dict[str, str],
-    ) -> Compiled:
+    def compile_text(self, domain: Domain, task: str, variables: dict[str, str]) -> Compiled:
         raise UsageError("a toy domain does not plan")
 
     def overview(self, domain: Domain, variables: dict[str, str]) -> Any:
