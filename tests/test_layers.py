@@ -40,6 +40,10 @@ PRESENTATION_UNITS = ("cli", "__main__")
 # The command line calls the library through fllm_cli.api (and the benchmark, itself a client of
 # the api), besides the bottom utilities; it never reaches around the api into lower packages.
 CLI_MAY_IMPORT = ("api", "bench", "errors", "diagnostics", "resources", "textio", "__init__")
+# Units only the named units may import, whatever their layers: the TravelPlanner benchmark's
+# evaluator serves the benchmark, and the generic packages (databound/ plans any data-bound
+# domain) share no code with it.
+ONLY_FOR: dict[str, tuple[str, ...]] = {"travel": ("bench",)}
 
 
 def unit_of(module: str) -> str:
@@ -135,6 +139,16 @@ def test_presentation_stays_in_the_command_line() -> None:
             if target.split(".")[0] in PRESENTATION:
                 problems.append(f"{path.relative_to(PACKAGE)}:{line}: imports {target}")
     assert not problems, "terminal presentation outside cli/:\n" + "\n".join(sorted(set(problems)))
+
+
+def test_benchmark_units_serve_only_their_benchmark() -> None:
+    problems = [
+        f"{where}:{line}: {source} imports {dest}"
+        for source, targets in _graph().items()
+        for dest, line, where in targets
+        if dest in ONLY_FOR and source not in ONLY_FOR[dest]
+    ]
+    assert not problems, "imports of a benchmark's own code:\n" + "\n".join(sorted(problems))
 
 
 def test_no_import_cycles_inside_a_package() -> None:

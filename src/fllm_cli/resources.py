@@ -3,6 +3,7 @@ about paths a user named without letting the operating system's refusals escape.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -19,28 +20,28 @@ def data_dir(name: str) -> Path:
     return checkout
 
 
-def _probe(path: str | Path, test: str) -> bool:
+def _probe(path: str | Path, test: Callable[[Path], bool]) -> bool:
     # pathlib's exists/is_file/is_dir raise for some names the OS refuses (a component longer
     # than NAME_MAX, a NUL, no permission to search a folder): such a path is "not there".
     try:
-        return bool(getattr(Path(path), test)())
+        return bool(test(Path(path)))
     except (OSError, ValueError):
         return False
 
 
 def exists(path: str | Path) -> bool:
     """Return whether ``path`` exists; False for a name the operating system cannot look up."""
-    return _probe(path, "exists")
+    return _probe(path, Path.exists)
 
 
 def is_file(path: str | Path) -> bool:
     """Return whether ``path`` is a file; False for a name the operating system cannot look up."""
-    return _probe(path, "is_file")
+    return _probe(path, Path.is_file)
 
 
 def is_dir(path: str | Path) -> bool:
     """Return whether ``path`` is a folder; False for a name the operating system cannot look up."""
-    return _probe(path, "is_dir")
+    return _probe(path, Path.is_dir)
 
 
 def resolve_spec_path(path: str | Path) -> Path:

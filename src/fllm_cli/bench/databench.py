@@ -26,7 +26,7 @@ from typing import Any
 from fllm_cli import api
 from fllm_cli.bench.tasks import BenchTask
 from fllm_cli.content import make_language
-from fllm_cli.databound.spec import DataSpec, Slot, templates_fields
+from fllm_cli.databound.spec import Constraint, DataSpec, Slot, templates_fields
 from fllm_cli.databound.tables import load_tables
 from fllm_cli.domain.model import Domain
 from fllm_cli.errors import FllmError, UsageError
@@ -213,9 +213,9 @@ def _slot(slot: Slot) -> dict[str, Any]:
     }
 
 
-def _rule(constraint: Any) -> str:
-    text = str(constraint.describe())
-    if constraint.kind == "total" and constraint.cost:
+def _rule(constraint: Constraint) -> str:
+    text = constraint.describe()
+    if constraint.rule == "total" and constraint.cost:
         costs = "; ".join(
             f"each {table} record costs {e.text}" for table, e in constraint.cost.items()
         )

@@ -10,7 +10,8 @@ plan; a task with no plan at all is explained from an unsat core before any plan
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import z3
@@ -19,7 +20,6 @@ from fllm_cli.databound.expr import ExprError
 from fllm_cli.databound.spec import Constraint, DataSpec, Slot, clock_minutes
 from fllm_cli.databound.tables import Record
 from fllm_cli.errors import NoPlanError, UsageError
-from fllm_cli.travel.reference import city_key
 
 NONE = -1
 CENTS = 100
@@ -37,9 +37,13 @@ def var_name(var: z3.ExprRef) -> str:
     return var.decl().name()  # type: ignore[no-any-return]
 
 
+# A trailing parenthesised qualifier of a place name: the state of "Denver(Colorado)".
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+
+
 def place_key(text: Any) -> str:
     """Compare places without case, spacing or a trailing ``(State)``."""
-    return city_key(str(text or "")).lower()
+    return " ".join(_QUALIFIER.sub("", str(text or "")).split()).lower()
 
 
 class SlotCost(NamedTuple):
@@ -196,7 +200,7 @@ class TripModel:
         if self.explaining:
             return records
         for c in self.spec.constraints:
-            if slot.name in c.slots and c.kind in ("forbid", "match"):
+            if slot.name in c.slots and c.rule in ("forbid", "match"):
                 records = [r for r in records if self._fits(c, r) is not False]
         return records
 
@@ -205,7 +209,7 @@ class TripModel:
         wanted = self.request.get(c.request)
         if not wanted:
             return None
-        if c.kind == "forbid":
+        if c.rule == "forbid":
             return c.value.replace("{value}", str(wanted)).lower() not in _lower_values(
                 record[c.column]
             )
@@ -389,7 +393,7 @@ class TripModel:
         total = 0
         grouped: set[str] = set()
         for c in self.spec.constraints:
-            if c.kind != "different":
+            if c.rule != "different":
                 continue
             slots = [
                 (var_name(var), options)
@@ -488,7 +492,7 @@ class TripModel:
 
     def _constraints(self) -> None:
         for c in self.spec.constraints:
-            made = getattr(self, "_c_" + c.kind)(c)
+            made = _RULES[c.rule](self, c)
             if made is not None:
                 name, formulas = made
                 self._track(name, formulas)
@@ -623,8 +627,6 @@ class TripModel:
         self.request_rules.append(name)
         return name, formulas
 
-    _c_match = _c_forbid
-
     # -- queries -----------------------------------------------------------------------------
 
     def check(self, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
@@ -643,7 +645,7 @@ class TripModel:
         core = [str(f).removeprefix("rule:") for f in self.solver.unsat_core()]
         names = [n for n in self.tracked if n in core]
         asks = any(
-            c.kind in ("forbid", "match") and self.request.get(c.request)
+            c.rule in ("forbid", "match") and self.request.get(c.request)
             for c in self.spec.constraints
         )
         extra = []
@@ -732,6 +734,20 @@ class TripModel:
         if opt.check() != z3.sat:
             return None
         return opt, handle
+
+
+# A constraint's rule -> the method that turns it into Z3 formulas (and the name an unsat core
+# gives it), or None when the request leaves the rule nothing to say.
+_RULES: dict[str, Callable[[TripModel, Constraint], tuple[str, list[z3.BoolRef]] | None]] = {
+    "total": TripModel._c_total,
+    "different": TripModel._c_different,
+    "min_nights": TripModel._c_min_nights,
+    "same_kind": TripModel._c_same_kind,
+    "cover": TripModel._c_cover,
+    "forbid": TripModel._c_forbid,
+    "match": TripModel._c_forbid,  # the same: the record's field must fit the request
+    "in_town": TripModel._c_in_town,
+}
 
 
 def _shown_value(value: Any) -> str:

@@ -323,7 +323,7 @@ def _rules(
     people = dict(request)
     for c in spec.constraints:
         wanted = request.get(c.request) if c.request else None
-        if c.kind == "different":
+        if c.rule == "different":
             seen: dict[tuple[str, int], int] = {}
             order = list(spec.slots)
             picks = sorted(
@@ -348,7 +348,7 @@ def _rules(
                     )
                 else:
                     seen[key] = day
-        elif c.kind == "cover" and wanted:
+        elif c.rule == "cover" and wanted:
             served = {
                 v.lower()
                 for slot in c.slots
@@ -359,13 +359,13 @@ def _rules(
             if missing:
                 where = "/".join(c.slots)
                 bad(Violation("cover", f"no {where} has {c.column} {', '.join(missing)}"))
-        elif c.kind == "forbid" and wanted:
+        elif c.rule == "forbid" and wanted:
             rule = c.value.replace("{value}", str(wanted)).lower()
             for slot in c.slots:
                 for day, (_, r) in chosen.get(slot, []):
                     if rule in {str(v).lower() for v in (r[c.column] or ())}:
                         bad(Violation("request", f"'{r['name']}' says '{rule}'", day, slot))
-        elif c.kind == "match" and wanted:
+        elif c.rule == "match" and wanted:
             allowed = {v.lower() for v in c.values.get(str(wanted), ())}
             for slot in c.slots:
                 for day, (_, r) in chosen.get(slot, []):
@@ -378,9 +378,9 @@ def _rules(
                                 slot,
                             )
                         )
-        elif c.kind == "in_town":
+        elif c.rule == "in_town":
             _in_town(spec, c, chosen, plan, bad)
-        elif c.kind == "same_kind":
+        elif c.rule == "same_kind":
             groups = [{v.lower() for v in g} for g in c.groups]
             kinds = {
                 next((n for n, g in enumerate(groups) if str(r[c.column]).lower() in g), -1)
@@ -389,7 +389,7 @@ def _rules(
             }
             if len(kinds) > 1:
                 bad(Violation("same kind", f"{'/'.join(c.slots)} mixes kinds that cannot be mixed"))
-        elif c.kind == "min_nights":
+        elif c.rule == "min_nights":
             run_start = 0
             for i, (_day, _, option) in enumerate(nights_at):
                 nxt = nights_at[i + 1][2] if i + 1 < len(nights_at) else None
@@ -410,7 +410,7 @@ def _rules(
                         )
                 if nxt is None or option is None or nxt[1].index != option[1].index:
                     run_start = i + 1
-        elif c.kind == "total":
+        elif c.rule == "total":
             total = 0.0
             for slot_name, slot_picks in chosen.items():
                 for day, (table, record) in slot_picks:

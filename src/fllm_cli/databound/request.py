@@ -454,8 +454,7 @@ class RequestReader:
             if given is not None and name in given:
                 out[name] = Reading(given[name], decided_by="given")
                 continue
-            reader = getattr(self, "_" + spec_field.type)
-            out[name] = reader(spec_field, text, out)
+            out[name] = _READERS[spec_field.type](self, spec_field, text, out)
         for name, spec_field in self.spec.request.items():
             self._extend_dates(name, spec_field, out)
         return out
@@ -776,7 +775,7 @@ class RequestReader:
         if len(named) < 2:
             return None
         for rule in self.spec.constraints:
-            if rule.kind != "match" or rule.request != spec_field.name:
+            if rule.rule != "match" or rule.request != spec_field.name:
                 continue
             allowed = {option: set(rule.values.get(option, ())) for option in named}
             if not all(allowed.values()):
@@ -792,6 +791,17 @@ class RequestReader:
             if option not in found:
                 found.append(option)
         return Reading(found or None, found, "text")
+
+
+# A request field's type -> how the reader finds its value in the text (spec.REQUEST_TYPES).
+_READERS: dict[str, Callable[[RequestReader, RequestField, str, dict[str, Reading]], Reading]] = {
+    "place": RequestReader._place,
+    "integer": RequestReader._integer,
+    "money": RequestReader._money,
+    "dates": RequestReader._dates,
+    "option": RequestReader._option,
+    "options": RequestReader._options,
+}
 
 
 def values_of(readings: dict[str, Reading]) -> dict[str, Any]:
@@ -815,23 +825,23 @@ def check_given(spec: DataSpec, given: Any, where: str) -> dict[str, Any]:
 def _normalise(spec_field: RequestField, value: Any, where: str) -> Any:
     if value is None:
         return None
-    kind = spec_field.type
-    if kind in ("integer", "money"):
+    type_ = spec_field.type
+    if type_ in ("integer", "money"):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise UsageError(f"{where}: must be a number")
         if not math.isfinite(value) or abs(value) > 1e15:
             raise UsageError(f"{where}: {value} is not a usable amount")
-        if kind == "money" and value < 0:
+        if type_ == "money" and value < 0:
             raise UsageError(f"{where}: must not be negative")
         return value
-    if kind == "dates":
+    if type_ == "dates":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise UsageError(f"{where}: must be a list of dates (YYYY-MM-DD)")
         return value
-    if kind == "options":
+    if type_ == "options":
         items = value if isinstance(value, list) else [value]
         return [_option_name(spec_field, item, where) for item in items] or None
-    if kind == "option":
+    if type_ == "option":
         return _option_name(spec_field, value, where)
     if not isinstance(value, str):
         raise UsageError(f"{where}: must be text")

@@ -28,6 +28,8 @@ from fllm_cli.domain.yamlloc import Node, Reader
 
 REQUEST_TYPES = ("place", "integer", "money", "dates", "option", "options")
 FIELD_TYPES = ("text", "number", "number?", "texts", "flag")
+# The constraint rules, each the key of one item of ``constraints`` (docs/spec.md).
+RULES = ("total", "different", "min_nights", "same_kind", "cover", "forbid", "match", "in_town")
 SLOT_PER = ("day", "leg", "stay")
 SLOT_NEED = ("always", "stay", "never")
 TRIP_ENDS = ("home", "last_stop")
@@ -142,7 +144,7 @@ class Slot:
 
 @dataclass(frozen=True)
 class Constraint:
-    kind: str
+    rule: str  # which rule of RULES (the constraint's key in the YAML)
     loc: Location | None
     slots: tuple[str, ...] = ()
     column: str = ""
@@ -160,17 +162,17 @@ class Constraint:
 
     def describe(self) -> str:
         """Return the constraint in a few words (for explanations)."""
-        if self.kind == "total":
+        if self.rule == "total":
             return f"total cost ≤ {self.at_most}"
-        if self.kind == "different":
+        if self.rule == "different":
             return f"no record twice in {', '.join(self.slots)}"
-        if self.kind == "cover":
+        if self.rule == "cover":
             return f"{', '.join(self.slots)} cover the requested {self.request}"
-        if self.kind in ("forbid", "match"):
+        if self.rule in ("forbid", "match"):
             return f"{self.slots[0]} {self.column} fits the requested {self.request}"
-        if self.kind == "min_nights":
+        if self.rule == "min_nights":
             return f"each {self.slots[0]} kept for its {self.column}"
-        if self.kind == "in_town":
+        if self.rule == "in_town":
             return f"{', '.join(self.times)} only while in town (by the {self.slots[0]} times)"
         return f"one kind of {self.slots[0]} ({self.column})"
 
@@ -198,7 +200,7 @@ class DataSpec:
 
     def total(self) -> Constraint | None:
         """The ``total`` rule (the budget), if the domain has one."""
-        return next((c for c in self.constraints if c.kind == "total"), None)
+        return next((c for c in self.constraints if c.rule == "total"), None)
 
     def money(self) -> tuple[str | None, Currency]:
         """The request field that bounds the total (if any) and the currency amounts use."""
@@ -285,8 +287,8 @@ class _SpecReader:
             if body is None:
                 continue
             get = Reader.get
-            kind = self.r.string(get(body, "type"), f"type of '{name}'", required=True)
-            if kind not in REQUEST_TYPES:
+            type_ = self.r.string(get(body, "type"), f"type of '{name}'", required=True)
+            if type_ not in REQUEST_TYPES:
                 where = get(body, "type")
                 self.r.error(
                     f"request field '{name}': type must be one of {', '.join(REQUEST_TYPES)}",
@@ -298,8 +300,8 @@ class _SpecReader:
                 options[option] = self.strings(phrases, f"phrases of option '{option}'") or (
                     option,
                 )
-            if kind in ("option", "options") and not options:
-                self.r.error(f"request field '{name}' of type {kind} needs 'options'", child.loc)
+            if type_ in ("option", "options") and not options:
+                self.r.error(f"request field '{name}' of type {type_} needs 'options'", child.loc)
             stated: dict[str, tuple[str, ...]] = {}
             for option, phrases, loc in self.r.items(self.r.mapping(get(body, "stated"), "stated")):
                 if option not in options:
@@ -335,7 +337,7 @@ class _SpecReader:
                 prefer = None
             out[name] = RequestField(
                 name=name,
-                type=kind,
+                type=type_,
                 question=self.r.string(get(body, "question"), "question") or f"What is {name}?",
                 values=self.strings(get(body, "values"), "values"),
                 not_in=self.strings(get(body, "not_in"), "not_in"),
@@ -352,7 +354,7 @@ class _SpecReader:
                 from_dates=self.r.string(get(body, "from_dates"), "from_dates"),
                 options=options,
                 stated=stated,
-                currency=self.currency(get(body, "currency"), name, kind),
+                currency=self.currency(get(body, "currency"), name, type_),
                 plus=plus,
                 negation=negation,
                 prefer=prefer,
@@ -368,12 +370,12 @@ class _SpecReader:
                 out[word.lower()] = number
         return out
 
-    def currency(self, node: Node | None, name: str, kind: str) -> Currency:
+    def currency(self, node: Node | None, name: str, type_: str) -> Currency:
         """``currency: "€"`` or ``currency: {symbol, words, decimal}`` of a money field."""
         if node is None:
             return DOLLARS
         what = f"currency of '{name}'"
-        if kind != "money":
+        if type_ != "money":
             self.r.error(f"{what}: only a field of type money has a currency", node.loc)
             return DOLLARS
         if isinstance(node.value, str):
@@ -413,15 +415,15 @@ class _SpecReader:
             get = Reader.get
             fields: dict[str, str] = {}
             for fname, ftype, floc in self.r.items(self.r.mapping(get(body, "fields"), "fields")):
-                kind = self.r.string(ftype, f"type of field '{fname}'", required=True)
-                if kind not in FIELD_TYPES:
+                type_ = self.r.string(ftype, f"type of field '{fname}'", required=True)
+                if type_ not in FIELD_TYPES:
                     self.r.error(
                         f"table '{name}': field '{fname}' type must be one of "
                         f"{', '.join(FIELD_TYPES)}",
                         floc,
                     )
                     continue
-                fields[fname] = kind
+                fields[fname] = type_
             if not fields:
                 self.r.error(f"table '{name}' needs 'fields'", child.loc)
             constants = {
@@ -573,18 +575,15 @@ class _SpecReader:
         slots: dict[str, Slot],
     ) -> tuple[Constraint, ...]:
         out: list[Constraint] = []
-        kinds = (
-            "total", "different", "min_nights", "same_kind", "cover", "forbid", "match", "in_town",
-        )  # fmt: skip
         for item in self.r.sequence(node, "constraints"):
             body = self.r.mapping(item, "a constraint")
             if body is None:
                 continue
-            if len(body.value) != 1 or next(iter(body.value)) not in kinds:
-                self.r.error(f"a constraint is one of: {', '.join(kinds)}", item.loc)
+            if len(body.value) != 1 or next(iter(body.value)) not in RULES:
+                self.r.error(f"a constraint is one of: {', '.join(RULES)}", item.loc)
                 continue
-            kind, value = next(iter(body.value.items()))
-            made = self.constraint(kind, value, request, tables, slots)
+            rule, value = next(iter(body.value.items()))
+            made = self.constraint(rule, value, request, tables, slots)
             if made is not None:
                 out.append(made)
         return tuple(out)
@@ -644,25 +643,25 @@ class _SpecReader:
 
     def constraint(
         self,
-        kind: str,
+        rule: str,
         node: Node,
         request: dict[str, RequestField],
         tables: dict[str, Table],
         slots: dict[str, Slot],
     ) -> Constraint | None:
         get = Reader.get
-        where = f"constraint '{kind}'"
-        if kind == "different":
-            return Constraint(kind, node.loc, slots=self._slot_names(node, slots, where))
+        where = f"constraint '{rule}'"
+        if rule == "different":
+            return Constraint(rule, node.loc, slots=self._slot_names(node, slots, where))
         body = self.r.mapping(node, where)
         if body is None:
             return None
         req = self.r.string(get(body, "request"), "request") or ""
         if req and req not in request:
             self.r.error(f"{where}: '{req}' is not a request field", node.loc)
-        if kind == "in_town":
+        if rule == "in_town":
             return self.in_town(body, node, tables, slots)
-        if kind == "total":
+        if rule == "total":
             bound = self.r.string(get(body, "at_most"), "at_most", required=True) or ""
             if bound not in request:
                 self.r.error(f"{where}: at_most '{bound}' is not a request field", node.loc)
@@ -678,7 +677,7 @@ class _SpecReader:
                 for name in made.names - known:
                     self.r.error(f"cost of {table}: unknown name '{name}'", expr_node.loc)
                 costs[table] = made
-            return Constraint(kind, node.loc, at_most=bound, cost=costs)
+            return Constraint(rule, node.loc, at_most=bound, cost=costs)
         slot_names = self._slot_names(get(body, "slots") or get(body, "slot"), slots, where)
         column = self.r.string(get(body, "field"), "field", required=True) or ""
         for slot in slot_names:
@@ -692,17 +691,17 @@ class _SpecReader:
                     self.r.error(f"{where}: table '{table}' has no field '{column}'", node.loc)
         groups: tuple[tuple[str, ...], ...] = ()
         values: dict[str, tuple[str, ...]] = {}
-        if kind == "same_kind":
+        if rule == "same_kind":
             groups = tuple(
                 self.strings(g, "groups") for g in self.r.sequence(get(body, "groups"), "groups")
             )
-        if kind == "match":
+        if rule == "match":
             for option, allowed, _ in self.r.items(self.r.mapping(get(body, "values"), "values")):
                 values[option] = self.strings(allowed, f"values of '{option}'")
-        if kind in ("cover", "forbid", "match") and not req:
+        if rule in ("cover", "forbid", "match") and not req:
             self.r.error(f"{where} needs 'request'", node.loc)
         return Constraint(
-            kind,
+            rule,
             node.loc,
             slots=slot_names,
             column=column,

@@ -38,23 +38,23 @@ class Record:
         return " ".join(fill(table.show or table.write, self.values).split())
 
 
-def _value(kind: str, raw: Any, where: str) -> Any:
-    if kind == "text":
+def _value(type_: str, raw: Any, where: str) -> Any:
+    if type_ == "text":
         if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
             raise UsageError(f"{where}: must be text, got {_type(raw)}")
         text = str(raw).strip()  # inner spacing is part of the value: never rewritten
         if not text:
             raise UsageError(f"{where}: must not be empty")
         return text[:300]
-    if kind in ("number", "number?"):
-        if raw is None and kind == "number?":
+    if type_ in ("number", "number?"):
+        if raw is None and type_ == "number?":
             return None
         if isinstance(raw, bool) or not isinstance(raw, (int, float)):
             raise UsageError(f"{where}: must be a number, got {_type(raw)}")
         if not math.isfinite(raw) or abs(raw) > 1e12:
             raise UsageError(f"{where}: {raw!r} is out of range")
         return raw
-    if kind == "texts":
+    if type_ == "texts":
         if not isinstance(raw, list):
             raise UsageError(f"{where}: must be a list of text, got {_type(raw)}")
         return tuple(_value("text", item, where) for item in raw[:100])
@@ -88,10 +88,10 @@ def load_table(table: Table, data: dict[str, Any], where: str) -> list[Record]:
             else:
                 raise UsageError(f"{at}: must be a mapping, got {_type(item)}")
         values: dict[str, Any] = dict(table.constants)
-        for name, kind in table.fields.items():
-            if name not in item and kind not in ("number?",):
+        for name, type_ in table.fields.items():
+            if name not in item and type_ not in ("number?",):
                 raise UsageError(f"{at}: missing field '{name}'")
-            values[name] = _value(kind, item.get(name), f"{at}.{name}")
+            values[name] = _value(type_, item.get(name), f"{at}.{name}")
         if table.keep and not values[table.keep]:
             continue
         record = Record(table.name, len(records), values)

@@ -13,7 +13,8 @@ from jinja2 import meta
 
 from fllm_cli.diagnostics import Diagnostic, Location, did_you_mean
 from fllm_cli.domain.automaton_check import check_automaton
-from fllm_cli.domain.model import DEFAULT_TEMPLATES, Domain, default_template
+from fllm_cli.domain.model import Domain
+from fllm_cli.domain.templates import DEFAULT_TEMPLATES, default_template
 from fllm_cli.domain.variables import placeholder_vars
 from fllm_cli.errors import FllmError
 from fllm_cli.prompts import environment, render_string

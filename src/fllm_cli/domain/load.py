@@ -6,6 +6,7 @@ from pathlib import Path
 
 from fllm_cli.diagnostics import Diagnostic, Location, did_you_mean
 from fllm_cli.domain.automaton import read_automaton, read_vars
+from fllm_cli.domain.kinds import KINDS, Read, check_kind, implied_kind, kind_names
 from fllm_cli.domain.model import (
     Domain,
     GrammarSpec,
@@ -22,7 +23,8 @@ from fllm_cli.errors import SpecError
 from fllm_cli.resources import resolve_spec_path
 from fllm_cli.textio import MAX_SPEC_BYTES, read_text, size_reason, too_big
 
-TOP_KEYS = {
+# The sections every kind may use; a kind's own sections come from its row (domain/kinds.py).
+COMMON_KEYS = {
     "fllm",
     "name",
     "description",
@@ -34,12 +36,8 @@ TOP_KEYS = {
     "limits",
     "prompts",
     "intro",
-    "automaton",
     "vars",
 }
-# Sections of a data-bound domain; the data kind reads them (fllm_cli.databound.spec).
-DATA_KEYS = ("request", "tables", "trip", "slots", "constraints")
-TOP_KEYS |= set(DATA_KEYS)
 TOOL_KEYS = {"name", "description", "inputs", "output", "max_uses"}
 TASK_KEYS = {"inputs", "outputs", "max_inputs"}
 LIMIT_KEYS = {"max_uses", "max_plan_steps", "allow_empty_plan", "use_every_input"}
@@ -48,7 +46,6 @@ SET_KEYS = {"elements", "phrase", "question", "step"}
 ALTERNATIVE_KEYS = {"rhs", "step"}
 SYMBOL_KEYS = {"phrase", "description", "max_uses"}
 MODALITY_KEYS = {"phrase", "description"}
-KINDS = ("tools", "grammar", "automaton", "data")
 EPSILON = {"ε", "eps", "epsilon"}
 MAX_SET_ELEMENTS = 200
 
@@ -103,7 +100,8 @@ def load_domain(path: str | Path) -> Domain:
 
 
 def _domain(reader: Reader, root: Node, shown: str, resolved: Path) -> Domain | None:
-    top = reader.mapping(root, "the spec", TOP_KEYS)
+    top_keys = COMMON_KEYS.union(*(row.sections for row in KINDS.values()))
+    top = reader.mapping(root, "the spec", top_keys)
     if top is None:
         return None
     get = Reader.get
@@ -124,36 +122,24 @@ def _domain(reader: Reader, root: Node, shown: str, resolved: Path) -> Domain | 
     intro_node = get(top, "intro")
     if intro_node is not None:  # where check_templates points when the intro cannot render
         prompt_locs = {**prompt_locs, "intro": intro_node.loc}
+    read = Read(top, tools, grammar, automaton)
     kind_node = get(top, "kind")
     kind = reader.string(kind_node, "kind")
     if kind is None:
-        kind = "grammar" if grammar is not None else "automaton" if automaton else "tools"
+        kind = implied_kind(read)
     if kind not in KINDS:
         reader.error(
-            f"kind must be 'tools', 'grammar', 'automaton' or 'data', "
-            f"got '{kind}'{did_you_mean(kind, KINDS)}",
+            f"kind must be {kind_names()}, got '{kind}'{did_you_mean(kind, KINDS)}",
             kind_node.loc if kind_node else None,
         )
         return None
-    if kind == "automaton" and automaton is None and get(top, "automaton") is None:
-        reader.error("an automaton domain needs an 'automaton' section", top.loc)
-    if kind != "automaton" and get(top, "automaton") is not None:
-        reader.error(f"a {kind} domain cannot also declare 'automaton'", get(top, "automaton").loc)  # type: ignore[union-attr]
-    if kind == "tools" and grammar is not None:
-        reader.error("a tool domain cannot also declare 'grammar'", get(top, "grammar").loc)  # type: ignore[union-attr]
-    if kind == "grammar" and grammar is None:
-        reader.error("a grammar domain needs a 'grammar' section", top.loc)
-    for key in DATA_KEYS:
-        if kind != "data" and get(top, key) is not None:
-            reader.error(f"'{key}' belongs to a data domain (kind: data)", get(top, key).loc)  # type: ignore[union-attr]
-    if kind == "tools" and not tools and get(top, "tools") is None:
-        reader.error("a tool domain needs a 'tools' list", top.loc)
+    sections = check_kind(reader, kind, read)
     folder = str(resolved.parent)
     return Domain(
         path=shown,
         name=name,
         description=description,
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         modalities=modalities,
         tools=tools,
         task=task,
@@ -165,7 +151,7 @@ def _domain(reader: Reader, root: Node, shown: str, resolved: Path) -> Domain | 
         prompt_dirs=(folder, str(Path(folder) / "prompts")),
         prompt_locs=prompt_locs,
         intro=intro,
-        sections={key: node for key in DATA_KEYS if (node := get(top, key)) is not None},
+        sections=sections,
     )
 
 
@@ -332,7 +318,7 @@ def _alternatives(
                 raw.append((item.value, item.loc, ""))
     else:
         reader.error(
-            f"productions of '{lhs}' must be a string or a list, got {node.kind}", node.loc
+            f"productions of '{lhs}' must be a string or a list, got {node.form}", node.loc
         )
     out: list[tuple[tuple[str, ...], Location, str]] = []
     for value, loc, step in raw:

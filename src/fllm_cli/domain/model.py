@@ -8,8 +8,6 @@ from typing import Any, Literal
 from fllm_cli.content import Language
 from fllm_cli.diagnostics import Location
 
-DomainKind = Literal["tools", "grammar", "automaton", "data"]
-
 
 @dataclass(frozen=True)
 class Production:
@@ -209,7 +207,7 @@ class Domain:
     path: str
     name: str
     description: str
-    kind: DomainKind
+    kind: str  # a row of fllm_cli.domain.kinds.KINDS
     modalities: tuple[Modality, ...] = ()
     tools: tuple[Tool, ...] = ()
     task: TaskInterface | None = None
@@ -221,7 +219,8 @@ class Domain:
     prompt_dirs: tuple[str, ...] = ()
     prompt_locs: dict[str, Location] = field(default_factory=dict)
     intro: str = ""
-    # Located YAML nodes of the sections a kind reads itself (the data kind's 'request', ...).
+    # Located YAML nodes of the kind's own sections (its row in fllm_cli.domain.kinds), which
+    # the kind's module reads itself (the data kind's 'request', ...).
     sections: dict[str, Any] = field(default_factory=dict)
 
     def modality(self, name: str) -> Modality | None:
@@ -231,26 +230,6 @@ class Domain:
     def tool(self, name: str) -> Tool | None:
         """Return the tool called ``name``."""
         return next((t for t in self.tools if t.name == name), None)
-
-
-# The shipped prompt templates, by prompt key and by domain kind (docs/spec.md).
-DEFAULT_TEMPLATES: dict[str, str] = {
-    "choice": "plan/choice.j2",
-    "interface": "plan/interface.j2",
-    "candidates": "plan/candidates.j2",
-    "propose": "plan/propose.j2",
-}
-KIND_TEMPLATES: dict[str, dict[str, str]] = {"automaton": {"choice": "plan/automaton.j2"}}
-
-
-def default_template(domain: Domain, key: str) -> str:
-    """Return the shipped template for prompt ``key`` of this kind of domain."""
-    return KIND_TEMPLATES.get(domain.kind, {}).get(key, DEFAULT_TEMPLATES.get(key, ""))
-
-
-def template_for(domain: Domain, key: str) -> str:
-    """Return the template the domain uses for prompt ``key``: its own, else the shipped one."""
-    return domain.prompts.get(key) or default_template(domain, key)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ class Node:
     key_locs: dict[str, Location] = field(default_factory=dict)
 
     @property
-    def kind(self) -> str:
+    def form(self) -> str:
         """Return 'mapping', 'sequence' or the scalar's type name."""
         if isinstance(self.value, dict):
             return "mapping"
@@ -353,7 +353,7 @@ class Reader:
         if node is None:
             return None
         if not isinstance(node.value, dict):
-            self.error(f"{what} must be a mapping, got {node.kind}", node.loc)
+            self.error(f"{what} must be a mapping, got {node.form}", node.loc)
             return None
         if allowed is not None:
             for key in node.value:
@@ -377,7 +377,7 @@ class Reader:
             return []
         if isinstance(node.value, list):
             return list(node.value)
-        self.error(f"{what} must be a list, got {node.kind}", node.loc)
+        self.error(f"{what} must be a list, got {node.form}", node.loc)
         return []
 
     def string(self, node: Node | None, what: str, required: bool = False) -> str | None:
@@ -387,7 +387,7 @@ class Reader:
                 self.error(f"{what} must not be empty", node.loc)
             return None
         if isinstance(node.value, (bool, dict, list)):
-            self.error(f"{what} must be a string, got {node.kind}", node.loc)
+            self.error(f"{what} must be a string, got {node.form}", node.loc)
             return None
         text = str(node.value)
         if required and not text.strip():
@@ -404,7 +404,7 @@ class Reader:
         if node.value is None and allow_null:
             return None
         if isinstance(node.value, bool) or not isinstance(node.value, int):
-            self.error(f"{what} must be an integer, got {node.kind}", node.loc)
+            self.error(f"{what} must be an integer, got {node.form}", node.loc)
             return None
         if minimum is not None and node.value < minimum:
             self.error(f"{what} must be at least {minimum}, got {node.value}", node.loc)
@@ -416,7 +416,7 @@ class Reader:
         if node is None:
             return None
         if not isinstance(node.value, bool):
-            self.error(f"{what} must be true or false, got {node.kind}", node.loc)
+            self.error(f"{what} must be true or false, got {node.form}", node.loc)
             return None
         return bool(node.value)
 

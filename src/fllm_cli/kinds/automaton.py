@@ -12,7 +12,7 @@ from fllm_cli.automaton.explicit import (
 )
 from fllm_cli.automaton.pda import Config
 from fllm_cli.diagnostics import Diagnostic
-from fllm_cli.domain.check import check_automaton_structure, check_templates, has_errors
+from fllm_cli.domain.check import check_automaton_structure, has_errors
 from fllm_cli.domain.model import Domain, Task
 from fllm_cli.errors import FllmError, UsageError
 from fllm_cli.kinds.base import Compiled, Kind
@@ -153,12 +153,11 @@ class AutomatonKind(Kind):
 
     name = "automaton"
 
-    def check(self, domain: Domain) -> list[Diagnostic]:
-        """Structure, then: does it accept any word, and is every state reachable?"""
-        out = check_automaton_structure(domain)
-        if not has_errors(out) and domain.automaton is not None:
-            out += _analyses(domain)
-        return out + check_templates(domain)
+    check_structure = staticmethod(check_automaton_structure)
+
+    def analyses(self, domain: Domain, structure: list[Diagnostic]) -> list[Diagnostic]:
+        """Does it accept any word, and is every state reachable?"""
+        return [] if has_errors(structure) or domain.automaton is None else _analyses(domain)
 
     def summary(self, domain: Domain) -> str:
         """States and transitions."""
@@ -167,16 +166,10 @@ class AutomatonKind(Kind):
         transitions = len(spec.transitions) if spec else 0
         return f"automaton domain '{domain.name}': {states} states, {transitions} transitions"
 
-    def compile(
-        self,
-        domain: Domain,
-        task: str,
-        inputs: list[str],
-        output: str | None,
-        variables: dict[str, str],
+    def compile_text(
+        self, domain: Domain, task: str, variables: dict[str, str]
     ) -> AutomatonCompiled:
         """Build the automaton; it takes no task interface."""
-        self.refuse_interface(domain, inputs, output)
         if domain.automaton is None:
             raise UsageError(f"'{domain.name}' declares no automaton")
         return AutomatonCompiled(domain, task, pda_from_spec(domain.automaton), variables)

@@ -3,7 +3,8 @@
 A *kind* (tool chains, grammars, hand-written automata, …) knows how to check a domain of its
 kind, compile it for one task, and describe the result. Everything above this package — the
 library API, the command line, the benchmark — talks to a :class:`Compiled` domain and never
-asks which kind it is. Adding a kind means one new module here and one entry in the registry.
+asks which kind it is. Adding a kind means one new module here and one row in the table of
+kinds (:data:`fllm_cli.domain.kinds.KINDS`), which tells the loader the kind's own sections.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import Any, ClassVar
 
 from fllm_cli.automaton.pda import PDA, Config
 from fllm_cli.diagnostics import Diagnostic
-from fllm_cli.domain.model import Domain, Task, template_for
+from fllm_cli.domain.check import check_templates
+from fllm_cli.domain.model import Domain, Task
+from fllm_cli.domain.templates import template_for
 from fllm_cli.domain.variables import resolve_vars
 from fllm_cli.errors import NoPlanError, UsageError
 from fllm_cli.grammar.cfg import Grammar
@@ -215,15 +218,25 @@ class Kind(ABC):
     # True when each task brings its own data (``--data``): plans are made by ``plan_data``.
     takes_data: ClassVar[bool] = False
 
-    @abstractmethod
     def check(self, domain: Domain) -> list[Diagnostic]:
-        """Return every problem of a parsed domain of this kind (structure, then analyses)."""
+        """Return every problem of a parsed domain of this kind: its structure, then what
+        compiling it finds (where the structure allows), then its prompt templates."""
+        found = self.check_structure(domain)
+        return found + self.analyses(domain, found) + check_templates(domain)
+
+    def check_structure(self, domain: Domain) -> list[Diagnostic]:
+        """Return the problems of the domain's structure, found without compiling it."""
+        return []
+
+    def analyses(self, domain: Domain, structure: list[Diagnostic]) -> list[Diagnostic]:
+        """Return what compiling the domain finds (can a plan exist, ...); ``structure`` holds
+        the structure's problems, which may leave nothing to compile."""
+        return []
 
     @abstractmethod
     def summary(self, domain: Domain) -> str:
         """Return a one-line description for ``fllm validate``."""
 
-    @abstractmethod
     def compile(
         self,
         domain: Domain,
@@ -232,7 +245,15 @@ class Kind(ABC):
         output: str | None,
         variables: dict[str, str],
     ) -> Compiled:
-        """Compile the domain for one task."""
+        """Compile the domain for one task. This is for kinds without a task interface: they
+        refuse one and compile from the task's text (:meth:`compile_text`); the others
+        override it."""
+        self.refuse_interface(domain, inputs, output)
+        return self.compile_text(domain, task, variables)
+
+    def compile_text(self, domain: Domain, task: str, variables: dict[str, str]) -> Compiled:
+        """Compile a domain whose tasks are only a text (kinds without a task interface)."""
+        raise NotImplementedError(f"the {self.name} kind compiles with compile()")
 
     def plan_task(self, domain: Domain, job: PlanJob, model: Model) -> PlanResult:
         """Plan one task from its text: ask for the interface when the kind has one, compile,

@@ -7,7 +7,7 @@ from typing import Any
 from fllm_cli.automaton.lookahead import GrammarLookahead
 from fllm_cli.automaton.pda import pda_from_grammar
 from fllm_cli.diagnostics import Diagnostic, Severity
-from fllm_cli.domain.check import check_grammar_structure, check_templates
+from fllm_cli.domain.check import check_grammar_structure
 from fllm_cli.domain.model import Domain, Task
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.grammar.compile import explicit_grammar, set_links
@@ -39,12 +39,13 @@ class GrammarKind(Kind):
 
     name = "grammar"
 
-    def check(self, domain: Domain) -> list[Diagnostic]:
-        """Structure, then productivity, reachability and the use limits."""
-        out = check_grammar_structure(domain)
-        if domain.grammar is not None:
-            out += grammar_analyses(domain, explicit_grammar(domain))
-        return out + check_templates(domain)
+    check_structure = staticmethod(check_grammar_structure)
+
+    def analyses(self, domain: Domain, structure: list[Diagnostic]) -> list[Diagnostic]:
+        """Productivity, reachability and the use limits."""
+        if domain.grammar is None:
+            return []
+        return grammar_analyses(domain, explicit_grammar(domain))
 
     def summary(self, domain: Domain) -> str:
         """Productions and terminals."""
@@ -53,16 +54,10 @@ class GrammarKind(Kind):
         terminals = len(g.terminals) if g else 0
         return f"grammar domain '{domain.name}': {productions} productions, {terminals} terminals"
 
-    def compile(
-        self,
-        domain: Domain,
-        task: str,
-        inputs: list[str],
-        output: str | None,
-        variables: dict[str, str],
+    def compile_text(
+        self, domain: Domain, task: str, variables: dict[str, str]
     ) -> GrammarDomainCompiled:
         """Compile the explicit grammar; a grammar domain takes no task interface."""
-        self.refuse_interface(domain, inputs, output)
         return GrammarDomainCompiled(
             domain, Task(task, (), ""), explicit_grammar(domain), variables
         )
@@ -82,13 +77,15 @@ def grammar_analyses(domain: Domain, grammar: Grammar) -> list[Diagnostic]:
     used = {s for p in grammar.productions for s in p.rhs}
     for name in (*grammar.nonterminals, *(t.name for t in grammar.terminals)):
         if name not in grammar.reachable:
-            kind = "terminal" if grammar.is_terminal(name) else "nonterminal"
+            symbol = "terminal" if grammar.is_terminal(name) else "nonterminal"
             detail = (
                 "is never used"
                 if name not in used and name != grammar.start
                 else "is unreachable from the start symbol"
             )
-            out.append(Diagnostic("warning", f"{kind} '{name}' {detail}", locs.get(name, spec.loc)))
+            out.append(
+                Diagnostic("warning", f"{symbol} '{name}' {detail}", locs.get(name, spec.loc))
+            )
     if grammar.start in grammar.productive:
         look = GrammarLookahead(pda_from_grammar(grammar))
         if not look.word_exists():

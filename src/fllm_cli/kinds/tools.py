@@ -10,7 +10,7 @@ from fllm_cli.automaton.lookahead import GrammarLookahead
 from fllm_cli.automaton.pda import PDA, pda_from_grammar
 from fllm_cli.diagnostics import Diagnostic, Location
 from fllm_cli.diagnostics import article as _a
-from fllm_cli.domain.check import check_templates, check_tool_structure, has_errors
+from fllm_cli.domain.check import check_tool_structure, has_errors
 from fllm_cli.domain.model import Domain, Task
 from fllm_cli.grammar.compile import default_task, make_task, tool_grammar
 from fllm_cli.kinds.base import Kind
@@ -50,12 +50,11 @@ class ToolKind(Kind):
     name = "tools"
     has_interface = True
 
-    def check(self, domain: Domain) -> list[Diagnostic]:
-        """Structure first; the plan analyses only when the structure is sound."""
-        out = check_tool_structure(domain)
-        if not has_errors(out):
-            out += tool_plan_analyses(domain)
-        return out + check_templates(domain)
+    check_structure = staticmethod(check_tool_structure)
+
+    def analyses(self, domain: Domain, structure: list[Diagnostic]) -> list[Diagnostic]:
+        """The plan analyses, only when the structure is sound."""
+        return [] if has_errors(structure) else tool_plan_analyses(domain)
 
     def summary(self, domain: Domain) -> str:
         """Tools and modalities."""

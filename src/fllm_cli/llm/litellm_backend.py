@@ -254,6 +254,10 @@ class _Support:
     logprobs: bool = False
     encoding: str | None = None  # the tiktoken encoding of the model, when known
 
+    def accepts(self, mode: str) -> bool:
+        """Return whether the model accepts choice ``mode`` (one of MODE_ORDER)."""
+        return {"schema": self.schema, "bias": self.bias, "logprobs": self.logprobs}[mode]
+
 
 class LiteLLMModel(TextModel):
     """A chat model reached through LiteLLM; temperature 0 by default."""
@@ -414,7 +418,7 @@ class LiteLLMModel(TextModel):
             return wanted
         support = self.support()
         for mode in MODE_ORDER:
-            if mode in refused or not getattr(support, mode):
+            if mode in refused or not support.accepts(mode):
                 continue
             if mode == "bias" and self.bias_tokens(n) is None:
                 continue

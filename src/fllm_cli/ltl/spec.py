@@ -385,7 +385,7 @@ def _node_to_sexp(node: yamlloc.Node, out: _Collector) -> SExp | None:
         return SList(tuple(i for i in items if i is not None), node.loc, node.loc)
     if isinstance(node.value, str):
         return Atom(node.value, node.loc)
-    out.error(f"behavior items must be names or lists, got {node.kind}", node.loc)
+    out.error(f"behavior items must be names or lists, got {node.form}", node.loc)
     return None
 
 

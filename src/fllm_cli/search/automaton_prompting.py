@@ -7,7 +7,8 @@ from typing import Any
 from fllm_cli.automaton.explicit import ExplicitPDA
 from fllm_cli.automaton.pda import Config, Cons
 from fllm_cli.domain.automaton import render_text
-from fllm_cli.domain.model import AutomatonSpec, Domain, template_for
+from fllm_cli.domain.model import AutomatonSpec, Domain
+from fllm_cli.domain.templates import template_for
 from fllm_cli.prompts import render, render_string
 from fllm_cli.search.prompting import WINDOW, Option, earlier_steps
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from fllm_cli.automaton.lookahead import GrammarLookahead
 from fllm_cli.automaton.pda import PDA, Config, pda_from_grammar
-from fllm_cli.domain.model import DEFAULT_TEMPLATES, Domain, Task
+from fllm_cli.domain.model import Domain, Task
+from fllm_cli.domain.templates import DEFAULT_TEMPLATES
 from fllm_cli.errors import NoPlanError
 from fllm_cli.grammar.compile import parse_inputs, tool_grammar
 from fllm_cli.llm.base import ChoiceRequest, ChoiceResult, Model

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fllm_cli.automaton.pda import PDA, Config, Cons, Node, StackItem
-from fllm_cli.domain.model import Domain, Task, template_for
+from fllm_cli.domain.model import Domain, Task
+from fllm_cli.domain.templates import template_for
 from fllm_cli.grammar.cfg import Grammar
 from fllm_cli.grammar.compile import set_links
 from fllm_cli.plan.grammar_steps import set_question, set_step_text

@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from fllm_cli.domain.model import Domain, template_for
+from fllm_cli.domain.model import Domain
+from fllm_cli.domain.templates import template_for
 from fllm_cli.llm.base import GenerateRequest
 from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render

@@ -81,8 +81,12 @@ class TripConstraints:
         problems = []
         if not self.org.strip() or not self.dest.strip():
             problems.append("'org' and 'dest' must be named")
-        for name in ("days", "visiting_city_number", "people_number"):
-            value = getattr(self, name)
+        counts = {
+            "days": self.days,
+            "visiting_city_number": self.visiting_city_number,
+            "people_number": self.people_number,
+        }
+        for name, value in counts.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 problems.append(f"'{name}' must be a whole number >= 1, got {value!r}")
         if isinstance(self.budget, bool) or not isinstance(self.budget, (int, float)):
@@ -379,7 +383,7 @@ def check_within_sandbox(
         "attraction": ref.attraction,
         "accommodation": ref.accommodation,
     }
-    kinds = {"attraction": "attraction", "accommodation": "accommodation"}
+    categories = {"attraction": "attraction", "accommodation": "accommodation"}
     for day in plan.days:
         for problem in day.problems:
             if problem.field in ("transportation", *lookups) and problem.message != "missing":
@@ -389,10 +393,11 @@ def check_within_sandbox(
             found += _leg_in_sandbox(day.number, leg, ref)
         for field_name, entity in _entities(day):
             if lookups[field_name](entity.name, entity.city) is None:
-                kind = kinds.get(field_name, "restaurant")
-                hint = did_you_mean(entity.name, ref.names_in(kind, entity.city))
+                category = categories.get(field_name, "restaurant")
+                hint = did_you_mean(entity.name, ref.names_in(category, entity.city))
                 found.append(
-                    f"day {day.number} {field_name}: {_q(entity)} is not {article(kind)} {kind}"
+                    f"day {day.number} {field_name}: {_q(entity)} is not {article(category)} "
+                    f"{category}"
                     f" of the reference information{hint}"
                 )
     return CheckResult.of("within_sandbox", found)

@@ -164,12 +164,12 @@ class ReferenceInfo:
                 return route
         return None
 
-    def names_in(self, kind: str, city: str) -> Iterator[str]:
-        """Yield the names of ``kind`` (restaurant/attraction/accommodation) in ``city``."""
+    def names_in(self, category: str, city: str) -> Iterator[str]:
+        """Yield the names of a ``category`` (restaurant/attraction/accommodation) in ``city``."""
         records: tuple[Restaurant | Attraction | Accommodation, ...]
-        if kind == "restaurant":
+        if category == "restaurant":
             records = self.restaurants
-        elif kind == "attraction":
+        elif category == "attraction":
             records = self.attractions
         else:
             records = self.accommodations
