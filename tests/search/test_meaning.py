@@ -209,3 +209,36 @@ def test_explain_of_a_step_by_step_plan_says_the_model_chose(openagi: str) -> No
     )  # fmt: skip
     assert code == 0, err
     assert "interface: given" in err and "chosen by the model (greedy search)" in err
+
+
+def test_types_are_read_by_meaning_in_the_order_named() -> None:
+    """Words that share nothing with a type's name or text still name it by meaning; a word
+    about a tool's purpose names no type."""
+    types = {
+        "scan": ("scanned page", "a photographed or scanned paper page, an image of text"),
+        "table": ("table", "a spreadsheet or table of rows and columns"),
+        "chart": ("chart", "a graph or diagram drawn from figures"),
+    }
+    described = {"Deskew": "straightens a crooked page", "Plotter": "draws figures"}
+    read = strategy.STRATEGIES["meaning"].read_types
+    assert read(described, types, "I photographed it; draw a graph from the spreadsheet") == [
+        "scan", "chart", "table",
+    ]  # fmt: skip
+    assert read(described, types, "straighten it please") == []
+    # The words strategy reads types by their own words only.
+    assert strategy.STRATEGIES["words"].read_types(described, types, "a spreadsheet") == ["table"]
+
+
+def test_the_types_named_tip_the_interface_only_below_a_tool() -> None:
+    from fllm_cli.search.interface import TYPE_FIT, _named
+
+    named = ["scan", "document"]
+    right = _named(("scan",), "document", named)
+    # An interface lacking a type named, or with an input never named, fits worse...
+    assert _named(("document",), "document", named) < right
+    assert _named(("scan", "table"), "document", named) < right
+    # ...and the last type named is taken as the output's.
+    assert _named(("scan",), "scan", named) < right
+    # A type fit stays below what one tool's evidence is worth (a step costs 1.0).
+    assert right - _named(("document",), "document", named) < 1.0
+    assert TYPE_FIT < 0.5

@@ -121,12 +121,16 @@ def feasible_interfaces(
 _FEASIBLE: dict[str, list[tuple[tuple[str, ...], list[str]]]] = {}
 
 
+def _texts(domain: Domain) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """The tools' descriptions and the types' (phrase, description), as strategies read them."""
+    described = {t.name: t.description for t in domain.tools}
+    return described, {m.name: (m.phrase, m.description) for m in domain.modalities}
+
+
 def tool_evidence(domain: Domain, text: str, strategy: Strategy) -> Relevance | None:
     """Score the domain's tools (names and descriptions) by the request with ``strategy``'s
     signals; the modalities' words are type words, not evidence for a tool."""
-    types = {m.name: (m.phrase, m.description) for m in domain.modalities}
-    described = {t.name: t.description for t in domain.tools}
-    return strategy.evidence(described, types, text)
+    return strategy.evidence(*_texts(domain), text)
 
 
 def modality_forms(domain: Domain) -> dict[str, list[str]]:
@@ -134,22 +138,22 @@ def modality_forms(domain: Domain) -> dict[str, list[str]]:
     return {m.name: words(f"{m.name} {m.phrase} {m.description}") for m in domain.modalities}
 
 
-def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
-    """How well the modalities the text names fit an interface (a tie-breaker, below one tool).
+TYPE_FIT = 0.1  # per type the request names that the interface has, or lacks
+LAST_IS_OUTPUT = 0.15  # the last type named is usually what the request wants back
 
-    When the text names two or more modalities, the last is taken as the output's; each input
-    should be named once among the others.
+
+def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
+    """How well the types the request names fit an interface (below one tool's evidence).
+
+    Each type named and found among the interface's inputs or output adds ``TYPE_FIT``; each
+    type named that the interface lacks, and each input type never named, takes it away (an
+    output may go unnamed: "tell me what's in it"). When two or more types are named, the last
+    is taken as the output's.
     """
-    fit, left = 0.0, list(named)
+    said, used = set(named), {*combo, output}
+    fit = TYPE_FIT * (len(said & used) - len(said - used) - len(set(combo) - said))
     if len(named) >= 2:
-        fit += 0.15 if named[-1] == output else -0.15
-        left = named[:-1]
-    for modality in combo:
-        if modality in left:
-            left.remove(modality)
-            fit += 0.1
-        else:
-            fit -= 0.1
+        fit += LAST_IS_OUTPUT if named[-1] == output else -LAST_IS_OUTPUT
     return fit - 0.01 * len(combo)
 
 
@@ -227,6 +231,7 @@ def rank_interfaces(
     relevance: Relevance,
     compiled: Compiled | None = None,
     proposal: Proposal | None = None,
+    named: list[str] | None = None,
 ) -> list[tuple[float, tuple[str, ...], str]]:
     """Score feasible (inputs, output) pairs by their best plan's evidence and the types named.
 
@@ -236,7 +241,8 @@ def rank_interfaces(
     entry tied with it are exact, which is what choosing an interface needs.
     """
     tools = frozenset(t.name for t in domain.tools)
-    named = mentions(text, modality_forms(domain))
+    if named is None:
+        named = mentions(text, modality_forms(domain))
     pairs = [(combo, output) for combo, outs in options for output in outs]
     fits = [_named(combo, output, named) for combo, output in pairs]
     if proposal is not None and proposal.inputs is not None and proposal.output is not None:
@@ -333,7 +339,8 @@ def _by_evidence(
     reading: dict[str, Any],
     strategy: Strategy,
 ) -> tuple[list[str], str, list[ChoiceResult]]:
-    ranked = rank_interfaces(domain, text, options, relevance, compiled, strategy.proposal)
+    named = strategy.read_types(*_texts(domain), text)
+    ranked = rank_interfaces(domain, text, options, relevance, compiled, strategy.proposal, named)
     if not ranked:  # no beam reached a complete plan (very long ones): ask, as the paper does
         reading["how"] = "asked the model"
         return _by_questions(domain, text, model, trace, options)
@@ -341,7 +348,7 @@ def _by_evidence(
     tied = [r for r in ranked if abs(r[0] - top) < 1e-9]
     reading.update(
         how="the best plan's evidence" if len(tied) == 1 else "the model, among tied readings",
-        types_named=mentions(text, modality_forms(domain)),
+        types_named=named,
         ranked=[
             {"inputs": list(combo), "output": output, "score": round(total, 3)}
             for total, combo, output in ranked[:4]

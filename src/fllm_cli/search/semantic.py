@@ -135,3 +135,48 @@ def relevance(
                 matched[symbol][key] = round(weights[i] * (SCALE * (sim - FLOOR) + 0.5), 4)
     scores = {s: sum(m.values()) for s, m in matched.items()}
     return Relevance(scores, 0.0, {s: m for s, m in matched.items() if m}, EXTRA, STEP_COST)
+
+
+TYPE_FLOOR = 0.27  # similarity from which a single word names a type
+TYPE_MARGIN = 0.03  # ... and by which it must prefer that type to every other
+
+
+def type_mentions(
+    encoder: Embedder,
+    described: Mapping[str, str],
+    types: Mapping[str, tuple[str, str]],
+    task: str,
+) -> list[str]:
+    """Return the types the request names, in the order it names them.
+
+    A word names a type when it is one of the type's own words (its name or phrase), or when
+    its meaning is closer to that type's text than to every other type (by ``TYPE_MARGIN``)
+    and to every symbol's text, and close enough (``TYPE_FLOOR``): "photo" names an image,
+    "spreadsheet" a table, "scanned" a scanned page, while "blurry" names a tool's purpose.
+    """
+    from fllm_cli.search.relevance import same_word
+
+    names = list(types)
+    own = {n: words(f"{n} {phrase}") for n, (phrase, _) in types.items()}
+    content = [w for w in words(task) if len(w) >= MIN_WORD]
+    if not names or not content:
+        return []
+    texts = [f"{p}: {d}" if d else p for p, d in types.values()]
+    rows = encoder.embed(content)
+    by_type = rows @ encoder.embed(texts).T
+    tools = tool_texts(described)
+    by_tool = rows @ encoder.embed(list(tools.values())).T if tools else None
+    found: list[str] = []
+    for i, w in enumerate(content):
+        exact = [n for n in names if any(same_word(w, f) for f in own[n])]
+        if len(exact) == 1:
+            found.append(exact[0])
+            continue
+        row = by_type[i]
+        order = row.argsort()[::-1]
+        best = float(row[order[0]])
+        second = float(row[order[1]]) if len(order) > 1 else -1.0
+        tool_best = float(by_tool[i].max()) if by_tool is not None else -1.0
+        if best >= TYPE_FLOOR and best - second >= TYPE_MARGIN and best >= tool_best:
+            found.append(names[int(order[0])])
+    return found

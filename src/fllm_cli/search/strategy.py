@@ -24,7 +24,7 @@ from typing import Any
 from fllm_cli.errors import UsageError
 from fllm_cli.search.beam import PENALTY
 from fllm_cli.search.proposal import Proposal
-from fllm_cli.search.relevance import Relevance, score, vocabulary
+from fllm_cli.search.relevance import Relevance, mentions, score, vocabulary, words
 
 # The types (modalities) a domain's symbols pass between them: name -> (phrase, description).
 Types = Mapping[str, tuple[str, str]]
@@ -82,6 +82,18 @@ class Strategy:
             # Without the encoder, words are all there is: give them their full weight.
             return tuple((name, 1.0) for name, _ in out)
         return out
+
+    def read_types(self, described: Mapping[str, str], types: Types, text: str) -> list[str]:
+        """Return the types (modality names) the request names, in order: by meaning when
+        the meaning signal runs, else by the words of each type's name, phrase and
+        description."""
+        if any(name == "meaning" for name, _ in self.usable_signals()):
+            from fllm_cli.meaning.encoder import shared
+            from fllm_cli.search import semantic
+
+            return semantic.type_mentions(shared(), described, types, text)
+        forms = {name: words(f"{name} {phrase} {what}") for name, (phrase, what) in types.items()}
+        return mentions(text, forms)
 
     def evidence(self, described: Mapping[str, str], types: Types, text: str) -> Relevance | None:
         """Return the request's evidence about the symbols, or None (plan step by step)."""
