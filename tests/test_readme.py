@@ -131,8 +131,18 @@ def test_the_readme_has_commands_to_check() -> None:
 
 
 def _params() -> list[object]:
+    """One param per command. A command that calls the embedded model is marked slow and
+    local_model, and so is a later one that reads a file it wrote (`-o FILE`, `> FILE`): with
+    the model's commands left out (-m "not local_model"), that file would never be there."""
     marks = {True: [pytest.mark.slow, pytest.mark.local_model], False: []}
-    return [pytest.param(c, id=f"line{c.line}", marks=marks[c.uses_local_model]) for c in COMMANDS]
+    params: list[object] = []
+    written: set[str] = set()  # files written by commands that call the embedded model
+    for c in COMMANDS:
+        needs_model = c.uses_local_model or bool(written & set(c.text.split()))
+        if needs_model:
+            written.update(re.findall(r"(?:^|\s)(?:-o|>)\s*(\S+)", c.text))
+        params.append(pytest.param(c, id=f"line{c.line}", marks=marks[needs_model]))
+    return params
 
 
 @pytest.mark.parametrize("command", _params())
