@@ -26,6 +26,8 @@ LINKED = ("domains", "tests", "prompts", "bench", "docs", "src", ".venv")
 NEEDS_API = "needs an API model"
 LONG_RUN = "a long measurement, not run by the tests"
 # Figures that change from run to run in transcripts: timings and spend in stats lines.
+# Commands that run the planner (its sentence encoder included): seconds each.
+PLANNER = re.compile(r"fllm (plan|agent|bench|solve|solve-bench) ")
 VOLATILE = re.compile(r"\d+(\.\d+)? s\b|\$\d|LLM calls|tokens")
 
 
@@ -40,7 +42,7 @@ class Command:
     @property
     def uses_local_model(self) -> bool:
         mentions = re.findall(r"--model[ =](\S+)", self.text)
-        calls_model = re.search(r"fllm (plan|agent|bench|solve|solve-bench) ", self.text)
+        calls_model = PLANNER.search(self.text)
         return bool(calls_model) and (not mentions or any(m.startswith("local") for m in mentions))
 
 
@@ -131,17 +133,21 @@ def test_the_readme_has_commands_to_check() -> None:
 
 
 def _params() -> list[object]:
-    """One param per command. A command that calls the embedded model is marked slow and
-    local_model, and so is a later one that reads a file it wrote (`-o FILE`, `> FILE`): with
-    the model's commands left out (-m "not local_model"), that file would never be there."""
-    marks = {True: [pytest.mark.slow, pytest.mark.local_model], False: []}
+    """One param per command. A command that runs the planner (plan, agent, bench, solve) takes
+    seconds and is marked slow; one that calls the embedded model is marked local_model too. A
+    later command that reads a file such a command wrote (`-o FILE`, `> FILE`) gets its marks:
+    with the writer left out (make test-fast), the file would never be there."""
     params: list[object] = []
-    written: set[str] = set()  # files written by commands that call the embedded model
+    written: dict[str, set[str]] = {}  # file -> the marks of the command that wrote it
     for c in COMMANDS:
-        needs_model = c.uses_local_model or bool(written & set(c.text.split()))
-        if needs_model:
-            written.update(re.findall(r"(?:^|\s)(?:-o|>)\s*(\S+)", c.text))
-        params.append(pytest.param(c, id=f"line{c.line}", marks=marks[needs_model]))
+        marks = {"slow"} if PLANNER.search(c.text) else set()
+        marks |= {"slow", "local_model"} if c.uses_local_model else set()
+        for word in c.text.split():
+            marks |= written.get(word, set())
+        if marks:
+            written.update(dict.fromkeys(re.findall(r"(?:^|\s)(?:-o|>)\s*(\S+)", c.text), marks))
+        chosen = [getattr(pytest.mark, name) for name in sorted(marks)]
+        params.append(pytest.param(c, id=f"line{c.line}", marks=chosen))
     return params
 
 

@@ -216,6 +216,7 @@ HOSTILE = {
 }
 
 
+@pytest.mark.slow
 def test_html_report_has_tables_and_plots_and_loads_nothing(
     openagi: str, tmp_path: Path, fllm_inproc: InProc
 ) -> None:

@@ -205,6 +205,7 @@ def test_resume_after_interrupt_matches_a_full_run(openagi: str, tasks_file: str
     assert strip_times(resumed["results"]) == strip_times(full["results"])
 
 
+@pytest.mark.slow
 def test_concurrency_gives_serial_results(openagi: str) -> None:
     # The OpenAGI tasks ship with the tests; the test never skips.
     tasks = str(Path(__file__).resolve().parents[1] / "data" / "openagi_tasks.jsonl")

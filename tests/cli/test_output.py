@@ -26,6 +26,7 @@ LONG_TASK = (
 NARROW = {"COLUMNS": "40"}
 
 
+@pytest.mark.slow
 def test_bench_table_keeps_its_width_in_a_pipe() -> None:
     code, out, err = run_fllm(
         "bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "3", env=NARROW
@@ -49,7 +50,9 @@ def test_plan_tree_is_not_wrapped_in_a_pipe() -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        ["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "2"],
+        pytest.param(
+            ["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "2"], marks=pytest.mark.slow
+        ),
         ["plan", OPENAGI, "t", "-i", "image", "--output", "text", "--model", "random:1"],
         ["agent", REACT, "What is 2 plus 2?", "--model", "random:1"],
         ["validate", OPENAGI],
@@ -137,6 +140,7 @@ def test_progress_is_shown_on_a_terminal_only(slow_server: str, tmp_path: Path) 
     assert "definer" in shown  # the stage the run was in
 
 
+@pytest.mark.slow
 def test_bench_summary_on_a_narrow_terminal_cuts_nothing() -> None:
     bench = ["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "5"]
     shown = run_fllm_on_terminal(*bench, columns=60).out

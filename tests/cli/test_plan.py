@@ -6,11 +6,14 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import InProc, run_fllm
 
 TASK = "Given noisy grayscale image, how to return the caption in German step by step?"
 
 
+@pytest.mark.slow
 def test_json_plan_is_written_atomically_and_verifies(tmp_path: Path, openagi: str) -> None:
     out = tmp_path / "plan.json"
     code, _, err = run_fllm(
@@ -50,6 +53,7 @@ def test_json_plan_is_written_atomically_and_verifies(tmp_path: Path, openagi: s
     assert code == 0 and "valid plan" in stdout
 
 
+@pytest.mark.slow
 def test_named_inputs_and_tree_plans(tmp_path: Path, openagi: str) -> None:
     code, stdout, err = run_fllm(
         "plan",
@@ -74,6 +78,7 @@ def test_named_inputs_and_tree_plans(tmp_path: Path, openagi: str) -> None:
     )
 
 
+@pytest.mark.slow
 def test_same_seed_same_plan_and_every_format(openagi: str) -> None:
     base = ["plan", openagi, TASK, "--input", "image", "--output", "text", "--model", "random:3"]
     first = run_fllm(*base, "-f", "text")
@@ -86,6 +91,7 @@ def test_same_seed_same_plan_and_every_format(openagi: str) -> None:
     assert "Execution order" in rich[1] and "LLM calls" in rich[1]
 
 
+@pytest.mark.slow
 def test_trace_then_replay_reproduces_the_run(tmp_path: Path, openagi: str) -> None:
     trace = tmp_path / "t.jsonl"
     base = ["plan", openagi, TASK, "--input", "image", "--output", "text", "-f", "json"]
@@ -139,6 +145,7 @@ def test_scripted_file_model(tmp_path: Path, openagi: str) -> None:
     assert json.loads(stdout)["word"][0] == "Image Captioning"
 
 
+@pytest.mark.slow
 def test_interface_is_asked_when_omitted(tmp_path: Path, openagi: str) -> None:
     answers = tmp_path / "answers.txt"
     # inputs: "an image and a text"; output: "a text"; then plan choices.

@@ -110,6 +110,7 @@ def test_mentions_follow_the_text_order() -> None:
     assert mentions("From a picture, write a caption", forms) == ["image", "text"]
 
 
+@pytest.mark.slow
 def test_the_readme_task_gets_exactly_the_four_tools_without_asking(openagi: str) -> None:
     model = ScriptedModel([])  # any question would fail: the evidence decides alone
     result = api.plan_task(openagi, README_TASK, model)
@@ -140,6 +141,7 @@ def test_another_domain_plans_from_its_own_words(tmp_path: Path) -> None:
     assert set(_tools(doc)) == {"Juicer", "Freezer"}
 
 
+@pytest.mark.slow
 def test_the_interface_comes_from_the_words_and_the_types_named(tmp_path: Path) -> None:
     domain = api.load_domain(_domain(tmp_path, KITCHEN))
     text = "Given some fruit, how do I get a drink that is icy?"
@@ -151,6 +153,7 @@ def test_the_interface_comes_from_the_words_and_the_types_named(tmp_path: Path) 
     assert (inputs, output, asked) == (["food"], "drink", [])
 
 
+@pytest.mark.slow
 def test_ties_are_put_to_the_model_as_whole_plans(tmp_path: Path) -> None:
     spec = _domain(tmp_path, TWINS)
     trace: list[dict] = []

@@ -56,6 +56,7 @@ def test_a_request_splits_into_parts_but_hyphenated_words_stay_whole() -> None:
     assert semantic.parts("") == []
 
 
+@pytest.mark.slow
 def test_everyday_words_with_nothing_in_common_pick_the_right_tools(tmp_path: Path) -> None:
     spec = tmp_path / "garden.yaml"
     spec.write_text(GARDEN)
@@ -76,6 +77,7 @@ def test_everyday_words_with_nothing_in_common_pick_the_right_tools(tmp_path: Pa
     assert doc["search"] == "greedy"
 
 
+@pytest.mark.slow
 def test_a_photo_request_in_everyday_words_reads_as_an_image(openagi: str) -> None:
     text = (
         "My old photo is grainy, out of focus and black-and-white; "
@@ -113,6 +115,7 @@ def test_without_the_encoder_meaning_falls_back_to_words(
     }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_cli_search_meaning_is_the_default(openagi: str) -> None:
     code, out, err = run_fllm(
         "plan", openagi, "is this review happy or angry?", "--model", "random:3", "-f", "json"
