@@ -25,6 +25,7 @@ def openagi_tasks(tmp_path: Path, n: int) -> str:
     return write_jsonl(tmp_path / "openagi.jsonl", load_tasks()[:n])
 
 
+@pytest.mark.slow
 def test_results_file_has_one_line_per_unit_and_refuses_a_silent_rerun(
     openagi: str, tmp_path: Path
 ) -> None:

@@ -33,6 +33,7 @@ def by_strategy(run: Any, strategy: str) -> list[dict[str, Any]]:
     return [r for r in run.report["results"] if r["strategy"] == strategy]
 
 
+@pytest.mark.slow
 def test_the_bench_plans_as_fllm_plan_does_and_says_so(openagi: str, tasks_file: str) -> None:
     run = run_bench(BenchOptions(openagi, tasks_file), pool=scripted_pool(first_option))
     assert run.report["search"] == api.DEFAULT_SEARCH == "meaning"

@@ -136,6 +136,7 @@ def test_plan_task_text_is_not_markup(fmt: str, env: dict[str, str]) -> None:
         assert yaml.safe_load(out)["task"] == TASK
 
 
+@pytest.mark.slow
 def test_plan_stats_note_in_brackets_is_shown() -> None:
     code_, out, err = run_fllm("plan", OPENAGI, "x", "--model", "random:1", "--max-llm-calls", "0")
     assert code_ == 0, err

@@ -133,6 +133,7 @@ def test_greedy_search_is_the_papers_step_by_step_mode(openagi: str) -> None:
     assert result.document["stats"]["choice_points"] > 0
 
 
+@pytest.mark.slow
 def test_another_domain_plans_from_its_own_words(tmp_path: Path) -> None:
     spec = _domain(tmp_path, KITCHEN)
     doc = api.plan_task(spec, "Cut the bread into slices, then toast them", RandomModel(0)).document
@@ -175,6 +176,7 @@ def test_silent_evidence_falls_back_to_step_by_step(tmp_path: Path) -> None:
     assert doc["search"] == "greedy" and doc["stats"]["choice_points"] >= 1
 
 
+@pytest.mark.slow
 def test_cli_search_flag(openagi: str) -> None:
     code, out, err = run_fllm("plan", openagi, README_TASK, "--model", "random:1", "-f", "json")
     assert code == 0, err
