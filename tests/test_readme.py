@@ -13,6 +13,7 @@ slow; every command has a time limit.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,10 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in LINKED:
         if (ROOT / name).exists():
             (folder / name).symlink_to(ROOT / name)
+    # bench/ is copied, not linked: its scripts write their results next to themselves
+    # (bench/agent_accuracy_results.json), which would change the checkout at every run.
+    (folder / "bench").unlink()
+    shutil.copytree(ROOT / "bench", folder / "bench", symlinks=True)
     return folder
 
 
