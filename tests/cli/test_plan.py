@@ -164,6 +164,7 @@ def test_interface_is_asked_when_omitted(tmp_path: Path, openagi: str) -> None:
     assert doc["inputs"] == {"image": "image", "text": "text"} and doc["output"] == "text"
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_without_traceback(tmp_path: Path, openagi: str) -> None:
     cases = [
         ["plan", openagi, "t", "--input", "imgae", "--output", "text", "--model", "random"],
@@ -204,6 +205,7 @@ def test_bad_input_is_one_line_without_traceback(tmp_path: Path, openagi: str) -
     assert "did you mean 'image'" in run_fllm(*cases[0])[2]
 
 
+@pytest.mark.slow
 def test_existing_output_file_survives_a_failed_run(tmp_path: Path, openagi: str) -> None:
     out = tmp_path / "plan.json"
     out.write_text("precious", encoding="utf-8")
@@ -287,6 +289,7 @@ def test_trace_is_kept_when_planning_fails(tmp_path: Path, openagi: str) -> None
     assert [r["chosen"] for r in records] == ["the output of Visual Question Answering"]
 
 
+@pytest.mark.slow
 def test_trace_has_no_duplicates(tmp_path: Path, openagi: str) -> None:
     trace = tmp_path / "t.jsonl"
     code, stdout, _ = run_fllm(
