@@ -262,6 +262,7 @@ def test_replies_without_a_plan_say_why(reply: str, why: str) -> None:
 # ------------------------------------------------------------------------------ runs
 
 
+@pytest.mark.slow
 def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     common = ("--data", REFS, "-s", "formal,zero-shot", "--model", "random:1")

@@ -24,7 +24,7 @@ QUERIES = [json.loads(x) for x in (DATA / "queries.jsonl").read_text().splitline
 REFS = [json.loads(x) for x in (DATA / "reference_info.jsonl").read_text().splitlines() if x]
 
 
-@pytest.mark.parametrize("index", [0, 9])
+@pytest.mark.parametrize("index", [0, pytest.param(9, marks=pytest.mark.slow)])
 def test_the_same_request_gives_the_same_plan_in_one_process(index: int) -> None:
     """z3 state left by earlier queries must not change the next plan."""
     plans = [

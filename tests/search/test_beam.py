@@ -187,6 +187,7 @@ def test_cli_search_flag(openagi: str) -> None:
     assert code == 2 and "unknown search 'depth'" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_plan_too_long_for_the_beam_falls_back_to_asking(tmp_path: Path) -> None:
     # A chain of 420 tools whose outputs are all far away: every plan is longer than the beam's
     # depth cap, so evidence cannot rank the interfaces; the interface is then asked for.

@@ -153,6 +153,7 @@ def test_a_tool_fed_the_same_input_twice_is_counted(openagi: str) -> None:
     assert self_pairs(domain, ["Question Answering", "input:document", "input:query"]) == 0
 
 
+@pytest.mark.slow
 def test_comparing_versions_reads_two_inputs_and_type_words_are_not_tools(
     tmp_path: Path,
 ) -> None:
@@ -187,6 +188,7 @@ def test_comparing_versions_reads_two_inputs_and_type_words_are_not_tools(
     assert "#3 Make it formal" in rel.matched["Polisher"]
 
 
+@pytest.mark.slow
 def test_explain_says_what_made_each_step_relevant(openagi: str, tmp_path: Path) -> None:
     request = "is this review happy or angry? \x1b[31m"  # a control sequence must not reach us
     out = tmp_path / "plan.json"
