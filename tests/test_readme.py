@@ -13,6 +13,7 @@ slow; every command has a time limit.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,8 @@ LINKED = ("domains", "tests", "prompts", "bench", "docs", "src", ".venv")
 NEEDS_API = "needs an API model"
 LONG_RUN = "a long measurement, not run by the tests"
 # Figures that change from run to run in transcripts: timings and spend in stats lines.
+# Commands that run the planner (its sentence encoder included): seconds each.
+PLANNER = re.compile(r"fllm (plan|agent|bench|solve|solve-bench) ")
 VOLATILE = re.compile(r"\d+(\.\d+)? s\b|\$\d|LLM calls|tokens")
 
 
@@ -40,7 +43,7 @@ class Command:
     @property
     def uses_local_model(self) -> bool:
         mentions = re.findall(r"--model[ =](\S+)", self.text)
-        calls_model = re.search(r"fllm (plan|agent|bench|solve|solve-bench) ", self.text)
+        calls_model = PLANNER.search(self.text)
         return bool(calls_model) and (not mentions or any(m.startswith("local") for m in mentions))
 
 
@@ -121,6 +124,10 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in LINKED:
         if (ROOT / name).exists():
             (folder / name).symlink_to(ROOT / name)
+    # bench/ is copied, not linked: its scripts write their results next to themselves
+    # (bench/agent_accuracy_results.json), which would change the checkout at every run.
+    (folder / "bench").unlink()
+    shutil.copytree(ROOT / "bench", folder / "bench", symlinks=True)
     return folder
 
 
@@ -131,8 +138,22 @@ def test_the_readme_has_commands_to_check() -> None:
 
 
 def _params() -> list[object]:
-    marks = {True: [pytest.mark.slow, pytest.mark.local_model], False: []}
-    return [pytest.param(c, id=f"line{c.line}", marks=marks[c.uses_local_model]) for c in COMMANDS]
+    """One param per command. A command that runs the planner (plan, agent, bench, solve) takes
+    seconds and is marked slow; one that calls the embedded model is marked local_model too. A
+    later command that reads a file such a command wrote (`-o FILE`, `> FILE`) gets its marks:
+    with the writer left out (make test-fast), the file would never be there."""
+    params: list[object] = []
+    written: dict[str, set[str]] = {}  # file -> the marks of the command that wrote it
+    for c in COMMANDS:
+        marks = {"slow"} if PLANNER.search(c.text) else set()
+        marks |= {"slow", "local_model"} if c.uses_local_model else set()
+        for word in c.text.split():
+            marks |= written.get(word, set())
+        if marks:
+            written.update(dict.fromkeys(re.findall(r"(?:^|\s)(?:-o|>)\s*(\S+)", c.text), marks))
+        chosen = [getattr(pytest.mark, name) for name in sorted(marks)]
+        params.append(pytest.param(c, id=f"line{c.line}", marks=chosen))
+    return params
 
 
 @pytest.mark.parametrize("command", _params())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -49,6 +50,7 @@ def tree_yield(derivation: Derivation) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(grammars(), st.integers(0, 2**32 - 1))
 def test_derived_words_are_accepted(g: Grammar, seed: int) -> None:
@@ -66,6 +68,7 @@ def test_derived_words_are_accepted(g: Grammar, seed: int) -> None:
         assert tree_yield(verdict.derivation) == word
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(grammars(), st.integers(0, 2**32 - 1), st.lists(st.integers(0, 3), max_size=6))
 def test_acceptance_is_membership(g: Grammar, seed: int, letters: list[int]) -> None:

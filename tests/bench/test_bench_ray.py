@@ -25,6 +25,7 @@ from fllm_cli.bench.tasks import load_tasks
 from fllm_cli.llm.options import ModelOptions
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow  # a Ray cluster starts for the module, and its workers for each test
 
 STRATEGIES = ["formal", "zero-shot"]
 

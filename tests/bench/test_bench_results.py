@@ -25,6 +25,7 @@ def openagi_tasks(tmp_path: Path, n: int) -> str:
     return write_jsonl(tmp_path / "openagi.jsonl", load_tasks()[:n])
 
 
+@pytest.mark.slow
 def test_results_file_has_one_line_per_unit_and_refuses_a_silent_rerun(
     openagi: str, tmp_path: Path
 ) -> None:
@@ -216,6 +217,7 @@ HOSTILE = {
 }
 
 
+@pytest.mark.slow
 def test_html_report_has_tables_and_plots_and_loads_nothing(
     openagi: str, tmp_path: Path, fllm_inproc: InProc
 ) -> None:

@@ -33,6 +33,7 @@ def by_strategy(run: Any, strategy: str) -> list[dict[str, Any]]:
     return [r for r in run.report["results"] if r["strategy"] == strategy]
 
 
+@pytest.mark.slow
 def test_the_bench_plans_as_fllm_plan_does_and_says_so(openagi: str, tasks_file: str) -> None:
     run = run_bench(BenchOptions(openagi, tasks_file), pool=scripted_pool(first_option))
     assert run.report["search"] == api.DEFAULT_SEARCH == "meaning"
@@ -205,6 +206,7 @@ def test_resume_after_interrupt_matches_a_full_run(openagi: str, tasks_file: str
     assert strip_times(resumed["results"]) == strip_times(full["results"])
 
 
+@pytest.mark.slow
 def test_concurrency_gives_serial_results(openagi: str) -> None:
     # The OpenAGI tasks ship with the tests; the test never skips.
     tasks = str(Path(__file__).resolve().parents[1] / "data" / "openagi_tasks.jsonl")

@@ -28,9 +28,12 @@ from fllm_cli.bench.html import COLORS, MARK, render_html
 BROWSER = next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
 )
-pytestmark = pytest.mark.skipif(
-    BROWSER is None, reason="no Chromium: `make test` installs Debian's chromium when it can"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        BROWSER is None, reason="no Chromium: `make test` installs Debian's chromium when it can"
+    ),
+    pytest.mark.slow,  # a headless browser starts for each test
+]
 FLAGS = [
     "--headless=new",
     "--no-sandbox",  # CI runs as root, where Chromium's own sandbox refuses to start

@@ -117,6 +117,7 @@ def test_tool_observation_cannot_overwrite_the_line(tmp_path: Path) -> None:
 TASK = f"caption {CLEAR}[bold]hi[/bold] {TITLE} {LINK_MARKUP} {BIDI}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env", MODES)
 @pytest.mark.parametrize("fmt", ["rich", "text", "json", "yaml", "mermaid"])
 def test_plan_task_text_is_not_markup(fmt: str, env: dict[str, str]) -> None:
@@ -135,6 +136,7 @@ def test_plan_task_text_is_not_markup(fmt: str, env: dict[str, str]) -> None:
         assert yaml.safe_load(out)["task"] == TASK
 
 
+@pytest.mark.slow
 def test_plan_stats_note_in_brackets_is_shown() -> None:
     code_, out, err = run_fllm("plan", OPENAGI, "x", "--model", "random:1", "--max-llm-calls", "0")
     assert code_ == 0, err

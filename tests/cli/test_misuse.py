@@ -120,6 +120,7 @@ def test_bare_command_shows_help_and_exits_2() -> None:
     assert "internal error" not in out + err
 
 
+@pytest.mark.slow
 def test_old_option_names_still_work_with_a_note(tmp_path) -> None:  # type: ignore[no-untyped-def]
     code, out, err = run_fllm(
         "plan", OPENAGI, "t", "-i", "image", "--output", "text", "--model", "random:1",

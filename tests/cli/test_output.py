@@ -26,6 +26,7 @@ LONG_TASK = (
 NARROW = {"COLUMNS": "40"}
 
 
+@pytest.mark.slow
 def test_bench_table_keeps_its_width_in_a_pipe() -> None:
     code, out, err = run_fllm(
         "bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "3", env=NARROW
@@ -37,6 +38,7 @@ def test_bench_table_keeps_its_width_in_a_pipe() -> None:
     assert err == ""  # no progress bar off a terminal
 
 
+@pytest.mark.slow
 def test_plan_tree_is_not_wrapped_in_a_pipe() -> None:
     args = ["plan", OPENAGI, LONG_TASK, "-i", "image", "--output", "text", "--model", "random:3"]
     code, out, err = run_fllm(*args, env=NARROW)
@@ -49,8 +51,13 @@ def test_plan_tree_is_not_wrapped_in_a_pipe() -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        ["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "2"],
-        ["plan", OPENAGI, "t", "-i", "image", "--output", "text", "--model", "random:1"],
+        pytest.param(
+            ["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "2"], marks=pytest.mark.slow
+        ),
+        pytest.param(
+            ["plan", OPENAGI, "t", "-i", "image", "--output", "text", "--model", "random:1"],
+            marks=pytest.mark.slow,
+        ),
         ["agent", REACT, "What is 2 plus 2?", "--model", "random:1"],
         ["validate", OPENAGI],
     ],
@@ -115,6 +122,7 @@ def _solve_args(base: str, trace: Path) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_solve_time_budget_stops_cleanly_with_the_stage(slow_server: str, tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     code, out, err = run_fllm(*_solve_args(slow_server, trace), env={"OPENAI_API_KEY": "x"})
@@ -127,6 +135,7 @@ def test_solve_time_budget_stops_cleanly_with_the_stage(slow_server: str, tmp_pa
     assert records and all(r["type"] == "generate" for r in records)
 
 
+@pytest.mark.slow
 def test_progress_is_shown_on_a_terminal_only(slow_server: str, tmp_path: Path) -> None:
     args = _solve_args(slow_server, tmp_path / "t.jsonl")
     code, shown, _ = run_fllm_on_terminal(
@@ -137,6 +146,7 @@ def test_progress_is_shown_on_a_terminal_only(slow_server: str, tmp_path: Path) 
     assert "definer" in shown  # the stage the run was in
 
 
+@pytest.mark.slow
 def test_bench_summary_on_a_narrow_terminal_cuts_nothing() -> None:
     bench = ["bench", OPENAGI, TASKS, "--model", "random:1", "--limit", "5"]
     shown = run_fllm_on_terminal(*bench, columns=60).out

@@ -6,11 +6,14 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import InProc, run_fllm
 
 TASK = "Given noisy grayscale image, how to return the caption in German step by step?"
 
 
+@pytest.mark.slow
 def test_json_plan_is_written_atomically_and_verifies(tmp_path: Path, openagi: str) -> None:
     out = tmp_path / "plan.json"
     code, _, err = run_fllm(
@@ -50,6 +53,7 @@ def test_json_plan_is_written_atomically_and_verifies(tmp_path: Path, openagi: s
     assert code == 0 and "valid plan" in stdout
 
 
+@pytest.mark.slow
 def test_named_inputs_and_tree_plans(tmp_path: Path, openagi: str) -> None:
     code, stdout, err = run_fllm(
         "plan",
@@ -74,6 +78,7 @@ def test_named_inputs_and_tree_plans(tmp_path: Path, openagi: str) -> None:
     )
 
 
+@pytest.mark.slow
 def test_same_seed_same_plan_and_every_format(openagi: str) -> None:
     base = ["plan", openagi, TASK, "--input", "image", "--output", "text", "--model", "random:3"]
     first = run_fllm(*base, "-f", "text")
@@ -86,6 +91,7 @@ def test_same_seed_same_plan_and_every_format(openagi: str) -> None:
     assert "Execution order" in rich[1] and "LLM calls" in rich[1]
 
 
+@pytest.mark.slow
 def test_trace_then_replay_reproduces_the_run(tmp_path: Path, openagi: str) -> None:
     trace = tmp_path / "t.jsonl"
     base = ["plan", openagi, TASK, "--input", "image", "--output", "text", "-f", "json"]
@@ -139,6 +145,7 @@ def test_scripted_file_model(tmp_path: Path, openagi: str) -> None:
     assert json.loads(stdout)["word"][0] == "Image Captioning"
 
 
+@pytest.mark.slow
 def test_interface_is_asked_when_omitted(tmp_path: Path, openagi: str) -> None:
     answers = tmp_path / "answers.txt"
     # inputs: "an image and a text"; output: "a text"; then plan choices.
@@ -157,6 +164,7 @@ def test_interface_is_asked_when_omitted(tmp_path: Path, openagi: str) -> None:
     assert doc["inputs"] == {"image": "image", "text": "text"} and doc["output"] == "text"
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_without_traceback(tmp_path: Path, openagi: str) -> None:
     cases = [
         ["plan", openagi, "t", "--input", "imgae", "--output", "text", "--model", "random"],
@@ -197,6 +205,7 @@ def test_bad_input_is_one_line_without_traceback(tmp_path: Path, openagi: str) -
     assert "did you mean 'image'" in run_fllm(*cases[0])[2]
 
 
+@pytest.mark.slow
 def test_existing_output_file_survives_a_failed_run(tmp_path: Path, openagi: str) -> None:
     out = tmp_path / "plan.json"
     out.write_text("precious", encoding="utf-8")
@@ -280,6 +289,7 @@ def test_trace_is_kept_when_planning_fails(tmp_path: Path, openagi: str) -> None
     assert [r["chosen"] for r in records] == ["the output of Visual Question Answering"]
 
 
+@pytest.mark.slow
 def test_trace_has_no_duplicates(tmp_path: Path, openagi: str) -> None:
     trace = tmp_path / "t.jsonl"
     code, stdout, _ = run_fllm(

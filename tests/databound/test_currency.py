@@ -67,6 +67,7 @@ def test_amounts_are_written_the_currency_s_way() -> None:
     assert Currency("CHF", ()).show(1700) == "CHF 1,700"
 
 
+@pytest.mark.slow
 def test_a_euro_domain_plans_refuses_and_verifies_in_euros(tmp_path: Path) -> None:
     domain = str(_euro_domain(tmp_path, EURO_FIELD))
     assert run_fllm("validate", domain).code == 0

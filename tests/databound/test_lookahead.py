@@ -42,7 +42,9 @@ def _cheapest(trip: TripModel) -> int:
     return int(str(opt.lower(handle)))
 
 
-@pytest.mark.parametrize(("index", "budget"), [(0, 10_000), (20, 10_000)])
+@pytest.mark.parametrize(
+    ("index", "budget"), [(0, 10_000), pytest.param(20, 10_000, marks=pytest.mark.slow)]
+)
 def test_the_cost_floor_is_never_above_the_cheapest_plan(index: int, budget: int) -> None:
     trip = _trip(index, budget=budget, cuisine=None)
     assert trip.check() == z3.sat
@@ -102,7 +104,9 @@ def _brute(planner: DataPlanner, decision: search.Decision) -> list[int]:
     return out
 
 
-@pytest.mark.parametrize(("index", "budget"), [(0, None), (20, None), (20, "tight")])
+@pytest.mark.parametrize(
+    ("index", "budget"), [(0, None), (20, None), pytest.param(20, "tight", marks=pytest.mark.slow)]
+)
 def test_the_block_scan_offers_what_one_query_per_value_would(
     index: int, budget: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -128,6 +128,7 @@ def test_a_plan_from_the_text_keeps_the_diet_and_the_budget(
     assert "valid plan (3 days" in ok.out
 
 
+@pytest.mark.slow
 def test_a_broken_plan_fails_verify_naming_the_rule(tmp_path: Path) -> None:
     text = "Vegetarian, living in Milwaukee: plan my 3-day conference trip to Chicago, $700."
     doc = _plan(tmp_path, text, 2)
@@ -211,6 +212,7 @@ def _documented() -> tuple[list[list[str]], list[str]]:
     return commands, expected
 
 
+@pytest.mark.slow
 def test_the_documented_commands_work_as_written(tmp_path: Path) -> None:
     commands, expected = _documented()
     assert [c[:2] for c in commands] == [

@@ -24,7 +24,7 @@ QUERIES = [json.loads(x) for x in (DATA / "queries.jsonl").read_text().splitline
 REFS = [json.loads(x) for x in (DATA / "reference_info.jsonl").read_text().splitlines() if x]
 
 
-@pytest.mark.parametrize("index", [0, 9])
+@pytest.mark.parametrize("index", [0, pytest.param(9, marks=pytest.mark.slow)])
 def test_the_same_request_gives_the_same_plan_in_one_process(index: int) -> None:
     """z3 state left by earlier queries must not change the next plan."""
     plans = [
@@ -35,6 +35,7 @@ def test_the_same_request_gives_the_same_plan_in_one_process(index: int) -> None
     assert plans[0]["total_cost"] == plans[2]["total_cost"]
 
 
+@pytest.mark.slow
 def test_the_same_request_gives_the_same_plan_in_other_processes(tmp_path: Path) -> None:
     """Separate runs with other hash seeds (set and dict orders) write the same bytes."""
     data = tmp_path / "ref.json"
@@ -124,6 +125,7 @@ def _minutes(text: str) -> int:
     return int(hours) * 60 + int(minutes)
 
 
+@pytest.mark.slow
 def test_meals_and_visits_happen_where_the_traveller_is() -> None:
     """Independent of fllm's rule code: on a flight day nothing is planned in the
     destination before landing, nor in the origin after take-off."""

@@ -228,6 +228,7 @@ def test_thousands_of_mistakes_draw_fifty_and_count_the_rest(tmp_path: Path) -> 
     assert len(listed) == total
 
 
+@pytest.mark.slow
 def test_a_use_limit_that_caps_nothing_does_not_make_planning_quadratic() -> None:
     # Fuzz seed 25: `max_uses: 1000000000000` made every pending symbol count against a limit
     # nothing reaches, so look-ahead searches deepened with lists of thousands of symbols

@@ -51,6 +51,7 @@ def server(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_import_plan_and_run_against_an_mcp_server(server: Path, tmp_path: Path) -> None:
     domain, bind, plan = tmp_path / "demo.yaml", tmp_path / "demo.bind.yaml", tmp_path / "p.json"
     command = f"{sys.executable} {server}"
@@ -117,6 +118,7 @@ def _client(calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     return asyncio.run(asyncio.wait_for(session(), 120))
 
 
+@pytest.mark.slow
 def test_fllm_serves_validate_plan_verify_and_run_over_mcp() -> None:
     domain = "domains/examples/textbox.yaml"
     plan_args = {"domain": domain, "task": "How many links are in this text?",

@@ -28,6 +28,7 @@ def _plan(tmp_path: Path, task: str, output: str, name: str = "plan.json") -> Pa
     return path
 
 
+@pytest.mark.slow
 def test_the_readme_example_runs_through_the_real_entry_point(tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
     code, _, err = run_fllm(
@@ -43,6 +44,7 @@ def test_the_readme_example_runs_through_the_real_entry_point(tmp_path: Path) ->
     assert "step 1 extract_links: done" in err and "step 2 count_items: done" in err
 
 
+@pytest.mark.slow
 def test_a_failing_tool_is_planned_around_and_shared_results_are_reused(tmp_path: Path) -> None:
     doc = {
         "domain_path": str(TEXTBOX), "task": "translate the first sentence", "output": "text",
@@ -72,6 +74,7 @@ def test_a_failing_tool_is_planned_around_and_shared_results_are_reused(tmp_path
     assert failed[0].error == "ConnectionError: translation service unreachable"
 
 
+@pytest.mark.slow
 def test_no_plan_left_stops_with_exit_1_and_keeps_every_value(tmp_path: Path) -> None:
     plan = _plan(tmp_path, "say it louder", "text")
     bind = tmp_path / "b.yaml"
@@ -167,6 +170,7 @@ def test_missing_bindings_and_inputs_are_misuse(tmp_path: Path) -> None:
     assert code == 2 and "give --input text=VALUE" in err
 
 
+@pytest.mark.slow
 def test_plan_and_run_in_one_step(tmp_path: Path) -> None:
     args = (
         "plan", str(TEXTBOX), "How many links are in this text?", "-i", "text",

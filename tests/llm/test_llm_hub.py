@@ -311,6 +311,7 @@ def test_offline_uses_only_the_cache(
 # ---------------------------------------------------------------- through the command line
 
 
+@pytest.mark.local_model  # a local: model needs llama-cpp-python, loaded or not
 def test_cli_missing_file_is_one_line(hub_server: HubServer, openagi: str) -> None:
     code, out, err = run_fllm(
         "plan", openagi, TASK, "--model", "local:hf:owner/tiny-GGUF/missing.gguf", timeout=120
@@ -322,6 +323,7 @@ def test_cli_missing_file_is_one_line(hub_server: HubServer, openagi: str) -> No
     assert "Traceback" not in err and out == ""
 
 
+@pytest.mark.local_model  # a local: model needs llama-cpp-python, loaded or not
 def test_cli_downloads_with_progress_on_a_terminal(hub_server: HubServer, openagi: str) -> None:
     model = f"local:hf:{TINY}"
     code, shown, _ = run_fllm_on_terminal("plan", openagi, TASK, "--model", model, timeout=120)
@@ -378,6 +380,7 @@ def test_a_cached_hub_model_loads_and_answers_without_network(
     assert model.info()["path"] == str(model.path)
 
 
+@pytest.mark.local_model  # a local: model needs llama-cpp-python, loaded or not
 def test_the_cli_plans_with_a_cached_model_offline(openagi: str) -> None:
     root = hub.models_dir()  # FLLM_HOME is this test's own folder, inherited by the command
     source = ROOT / "pyproject.toml"  # any file: this plan never loads the model

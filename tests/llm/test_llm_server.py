@@ -125,6 +125,8 @@ def test_generate_through_a_real_server(server: str) -> None:
     assert gen.calls == 1
 
 
+@pytest.mark.slow
+@pytest.mark.local_model
 def test_fllm_plan_through_the_real_server(server: str, tmp_path: Path) -> None:
     """The whole command, as a user runs it, against the real server: a valid plan."""
     root = Path(__file__).resolve().parents[2]

@@ -426,6 +426,7 @@ def test_available_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 @needs_model
+@pytest.mark.local_model
 @pytest.mark.parametrize("variable", ["FLLM_LOCAL_UNPACK", "FLLM_LOCAL_LISTING"])
 def test_a_misspelt_setting_is_one_line_of_misuse(variable: str) -> None:
     from tests.conftest import ROOT, run_fllm

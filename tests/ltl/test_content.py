@@ -151,6 +151,7 @@ def test_every_arithmetic_word_is_accepted_and_computable(seed: int) -> None:
         pass
 
 
+@pytest.mark.local_model
 def test_gbnf_grammars_are_accepted_by_llama_cpp() -> None:
     """llama.cpp's own parser accepts what we write (it needs the model's vocabulary)."""
     pytest.importorskip("llama_cpp")

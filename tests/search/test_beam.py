@@ -110,6 +110,7 @@ def test_mentions_follow_the_text_order() -> None:
     assert mentions("From a picture, write a caption", forms) == ["image", "text"]
 
 
+@pytest.mark.slow
 def test_the_readme_task_gets_exactly_the_four_tools_without_asking(openagi: str) -> None:
     model = ScriptedModel([])  # any question would fail: the evidence decides alone
     result = api.plan_task(openagi, README_TASK, model)
@@ -132,6 +133,7 @@ def test_greedy_search_is_the_papers_step_by_step_mode(openagi: str) -> None:
     assert result.document["stats"]["choice_points"] > 0
 
 
+@pytest.mark.slow
 def test_another_domain_plans_from_its_own_words(tmp_path: Path) -> None:
     spec = _domain(tmp_path, KITCHEN)
     doc = api.plan_task(spec, "Cut the bread into slices, then toast them", RandomModel(0)).document
@@ -140,6 +142,7 @@ def test_another_domain_plans_from_its_own_words(tmp_path: Path) -> None:
     assert set(_tools(doc)) == {"Juicer", "Freezer"}
 
 
+@pytest.mark.slow
 def test_the_interface_comes_from_the_words_and_the_types_named(tmp_path: Path) -> None:
     domain = api.load_domain(_domain(tmp_path, KITCHEN))
     text = "Given some fruit, how do I get a drink that is icy?"
@@ -151,6 +154,7 @@ def test_the_interface_comes_from_the_words_and_the_types_named(tmp_path: Path) 
     assert (inputs, output, asked) == (["food"], "drink", [])
 
 
+@pytest.mark.slow
 def test_ties_are_put_to_the_model_as_whole_plans(tmp_path: Path) -> None:
     spec = _domain(tmp_path, TWINS)
     trace: list[dict] = []
@@ -172,6 +176,7 @@ def test_silent_evidence_falls_back_to_step_by_step(tmp_path: Path) -> None:
     assert doc["search"] == "greedy" and doc["stats"]["choice_points"] >= 1
 
 
+@pytest.mark.slow
 def test_cli_search_flag(openagi: str) -> None:
     code, out, err = run_fllm("plan", openagi, README_TASK, "--model", "random:1", "-f", "json")
     assert code == 0, err
@@ -182,6 +187,7 @@ def test_cli_search_flag(openagi: str) -> None:
     assert code == 2 and "unknown search 'depth'" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_plan_too_long_for_the_beam_falls_back_to_asking(tmp_path: Path) -> None:
     # A chain of 420 tools whose outputs are all far away: every plan is longer than the beam's
     # depth cap, so evidence cannot rank the interfaces; the interface is then asked for.

@@ -56,6 +56,7 @@ def test_a_request_splits_into_parts_but_hyphenated_words_stay_whole() -> None:
     assert semantic.parts("") == []
 
 
+@pytest.mark.slow
 def test_everyday_words_with_nothing_in_common_pick_the_right_tools(tmp_path: Path) -> None:
     spec = tmp_path / "garden.yaml"
     spec.write_text(GARDEN)
@@ -76,6 +77,7 @@ def test_everyday_words_with_nothing_in_common_pick_the_right_tools(tmp_path: Pa
     assert doc["search"] == "greedy"
 
 
+@pytest.mark.slow
 def test_a_photo_request_in_everyday_words_reads_as_an_image(openagi: str) -> None:
     text = (
         "My old photo is grainy, out of focus and black-and-white; "
@@ -113,6 +115,7 @@ def test_without_the_encoder_meaning_falls_back_to_words(
     }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_cli_search_meaning_is_the_default(openagi: str) -> None:
     code, out, err = run_fllm(
         "plan", openagi, "is this review happy or angry?", "--model", "random:3", "-f", "json"
@@ -150,6 +153,7 @@ def test_a_tool_fed_the_same_input_twice_is_counted(openagi: str) -> None:
     assert self_pairs(domain, ["Question Answering", "input:document", "input:query"]) == 0
 
 
+@pytest.mark.slow
 def test_comparing_versions_reads_two_inputs_and_type_words_are_not_tools(
     tmp_path: Path,
 ) -> None:
@@ -184,6 +188,7 @@ def test_comparing_versions_reads_two_inputs_and_type_words_are_not_tools(
     assert "#3 Make it formal" in rel.matched["Polisher"]
 
 
+@pytest.mark.slow
 def test_explain_says_what_made_each_step_relevant(openagi: str, tmp_path: Path) -> None:
     request = "is this review happy or angry? \x1b[31m"  # a control sequence must not reach us
     out = tmp_path / "plan.json"

@@ -69,6 +69,8 @@ def test_no_notes_when_no_model_calls_are_left() -> None:
     assert all("note" not in s and "no model calls" in s["note_error"] for s in doc["steps"])
 
 
+@pytest.mark.slow
+@pytest.mark.local_model
 def test_the_embedded_model_writes_notes_verify_accepts(tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
     code, _, err = run_fllm(

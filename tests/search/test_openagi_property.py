@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fllm_cli import api
 from fllm_cli.llm.simple import RandomModel
 from tests.conftest import load_tasks
 from tests.search.test_planner import Recording
 
 
+@pytest.mark.slow  # 185 tasks x 20 seeds: 3,700 plans
 def test_every_task_every_seed(openagi: str) -> None:
     tasks = load_tasks()
     assert len(tasks) == 185

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from fllm_cli import api
 from fllm_cli.llm.simple import RandomModel
 from fllm_cli.plan.model import Derivation, TreeNode
@@ -17,6 +19,7 @@ def _planned(openagi: str) -> tuple[api.Problem, Derivation]:
     return problem, result.derivation
 
 
+@pytest.mark.slow
 def test_a_planned_tree_passes_and_a_tampered_one_fails(openagi: str) -> None:
     _, derivation = _planned(openagi)
     assert check_derivation(derivation) is None

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from fllm_cli import api
 from fllm_cli.search.proposal import Proposal, parse, schema
 from tests.conftest import run_fllm
@@ -22,6 +24,7 @@ def _plan(openagi: str, base: str, request: str, out: Path, *extra: str) -> tupl
     return code, err
 
 
+@pytest.mark.slow
 def test_the_models_proposal_decides_and_the_automaton_repairs_it(
     openagi: str, stub_server: StubServer, tmp_path: Path
 ) -> None:
@@ -49,6 +52,7 @@ def test_the_models_proposal_decides_and_the_automaton_repairs_it(
     assert code == 0, err
 
 
+@pytest.mark.slow
 def test_an_unusable_reply_leaves_meaning_to_decide(
     openagi: str, stub_server: StubServer, tmp_path: Path
 ) -> None:
@@ -61,6 +65,7 @@ def test_an_unusable_reply_leaves_meaning_to_decide(
     assert [w for w in doc["word"] if not w.startswith("input:")] == ["Sentiment Analysis"]
 
 
+@pytest.mark.slow
 def test_a_provider_error_is_one_line(
     openagi: str, stub_server: StubServer, tmp_path: Path
 ) -> None:

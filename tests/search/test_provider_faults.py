@@ -40,6 +40,7 @@ def plan(stub: StubServer, openagi: str, *extra: str) -> tuple[int, str, str]:
     )
 
 
+@pytest.mark.slow
 def test_rate_limits_and_5xx_are_retried(
     stub_server: StubServer, openagi: str, tmp_path: Path
 ) -> None:
@@ -52,6 +53,7 @@ def test_rate_limits_and_5xx_are_retried(
     assert doc["stats"]["prompt_tokens"] > 0
 
 
+@pytest.mark.slow
 def test_persistent_failure_is_one_clean_line(stub_server: StubServer, openagi: str) -> None:
     stub_server.play(then="500")
     code, stdout, err = plan(stub_server, openagi)
@@ -62,6 +64,7 @@ def test_persistent_failure_is_one_clean_line(stub_server: StubServer, openagi: 
     assert "gave up after 3 attempts" in err
 
 
+@pytest.mark.slow
 def test_nonsense_replies_are_not_presented_as_the_models_plan(
     stub_server: StubServer, openagi: str, tmp_path: Path
 ) -> None:
@@ -79,6 +82,7 @@ def test_nonsense_replies_are_not_presented_as_the_models_plan(
     assert run_fllm("verify", openagi, str(out), timeout=60).code == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("status", "hint"),
     [("401", "API key"), ("404", "model name"), ("400", "refused the request")],

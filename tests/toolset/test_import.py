@@ -49,6 +49,7 @@ def test_json_schema_types_become_types(schema: dict, kind: str) -> None:
     assert modality_of(schema)[0] == kind
 
 
+@pytest.mark.slow
 def test_inputs_settings_output_and_every_decision_are_written(tmp_path: Path) -> None:
     tools = [
         _fn(
@@ -130,6 +131,7 @@ def test_hostile_names_and_descriptions_stay_data(tmp_path: Path) -> None:
     assert [t.name for t in domain.tools] == [evil]
 
 
+@pytest.mark.slow
 def test_the_command_writes_a_domain_that_validates(tmp_path: Path) -> None:
     out, bind = tmp_path / "textbox.yaml", tmp_path / "textbox.bind.yaml"
     code, stdout, err = run_fllm(
