@@ -27,7 +27,7 @@ def test_the_registry_names_the_four_kinds() -> None:
 
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_each_entry_names_a_kind_class_of_that_name(name: str) -> None:
-    module, _, cls = KINDS[name].partition(":")
+    module, _, cls = KINDS[name].implementation.partition(":")
     kind = getattr(importlib.import_module(module), cls)
     assert issubclass(kind, Kind)
     assert kind.name == name
