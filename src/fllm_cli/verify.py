@@ -266,8 +266,8 @@ def _explain(pda: PDA, g: Grammar, word: list[str], pos: int, configs: list[Conf
     assert top is not None
     wanted = _slot_text(g, work, top)
     produced = [p.lhs for p in g.productions if p.rhs and p.rhs[0] == sym]
-    if term.kind in ("tool", "input") and produced:
-        what = "gives" if term.kind == "input" else "outputs"
+    if term.role in ("tool", "input") and produced:
+        what = "gives" if term.role == "input" else "outputs"
         return f"'{sym}' {what} {g.phrase(produced[0])}, but {wanted} is expected here"
     expected = sorted(
         {pda.transitions[i].read or "" for c in work for i in pda.applicable(c)} - {""}

@@ -98,7 +98,7 @@ def within_limits(g: Grammar, word: Sequence[str]) -> bool:
     for t in g.terminals:
         if t.limit is not None and counts[t.name] > t.limit:
             return False
-    tools = sum(n for name, n in counts.items() if g.terminal[name].kind == "tool")
+    tools = sum(n for name, n in counts.items() if g.terminal[name].role == "tool")
     if g.max_tools is not None and tools > g.max_tools:
         return False
     return tools > 0 or not g.require_tool
@@ -195,7 +195,7 @@ def brute_completable(pda: PDA, config: Config, max_stack: int = 14, cap: int = 
     limited = [t.name for t in g.terminals if t.limit is not None]
     used = Counter(config.word_list())
     counts = tuple(used[name] for name in limited)
-    tools = sum(n for name, n in used.items() if g.terminal[name].kind == "tool")
+    tools = sum(n for name, n in used.items() if g.terminal[name].role == "tool")
     if g.max_tools is None:
         tools = min(tools, 1)  # only "some tool was used" matters without a cap
     # The required terminals (a task's inputs) still to be read.
@@ -221,7 +221,7 @@ def brute_completable(pda: PDA, config: Config, max_stack: int = 14, cap: int = 
                     continue
                 new_counts = (*counts[:k], counts[k] + 1, *counts[k + 1 :])
             new_tools = tools
-            if term.kind == "tool":
+            if term.role == "tool":
                 if g.max_tools is not None and tools >= g.max_tools:
                     continue
                 new_tools = tools + 1 if g.max_tools is not None else 1

@@ -230,8 +230,8 @@ def test_tool_grammar_shape() -> None:
     assert g.nonterminals == ("image", "text")
     assert g.require_tool
     assert g.terminal["Colorization"].limit == 1
-    assert g.terminal["Colorization"].kind == "tool"
-    assert g.terminal["input:query"].kind == "input"
+    assert g.terminal["Colorization"].role == "tool"
+    assert g.terminal["input:query"].role == "input"
     assert g.terminal["input:query"].limit is None
     vqa = next(p for p in g.productions if p.rhs[0] == "Visual Question Answering")
     assert vqa == Production(

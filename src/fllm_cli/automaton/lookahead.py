@@ -90,10 +90,10 @@ class GrammarLookahead(DeadEndCheck):
         self.rule = g.use_limits
         capped = g.max_tools is not None
         self.weight = {
-            t.name: int(t.limit is not None or (capped and t.kind == "tool")) for t in g.terminals
+            t.name: int(t.limit is not None or (capped and t.role == "tool")) for t in g.terminals
         }
         self.cost = g.min_cost(lambda t: self.weight[t.name])
-        self.tool_cost = g.min_cost(lambda t: int(t.kind == "tool"))
+        self.tool_cost = g.min_cost(lambda t: int(t.role == "tool"))
         self.free = frozenset(n for n, c in self.cost.items() if c == 0)
         self._distances: dict[str, dict[str, int]] = {}
         self._reach: dict[frozenset[str], frozenset[str]] = {}
@@ -132,7 +132,7 @@ class GrammarLookahead(DeadEndCheck):
         if cached is not None:
             return cached
         if terminal == ANY_TOOL:
-            targets = {t.name for t in self.g.terminals if t.kind == "tool"}
+            targets = {t.name for t in self.g.terminals if t.role == "tool"}
         else:
             targets = {terminal}
         dist = {n: INF for n in self.g.nonterminals}
@@ -250,7 +250,7 @@ class GrammarLookahead(DeadEndCheck):
             if li >= 0 and delta[li] <= g.limits[li]:
                 delta = (*delta[:li], delta[li] + 1, *delta[li + 1 :])
             cap = 1 if g.max_tools is None else g.max_tools + 1
-            if g.terminal[sym].kind == "tool" and tool_steps < cap:
+            if g.terminal[sym].role == "tool" and tool_steps < cap:
                 tool_steps += 1
             return delta, tool_steps, nonfree, free
         if sym in self.free:

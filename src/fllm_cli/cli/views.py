@@ -43,7 +43,7 @@ def derivation_tree(derivation: api.Derivation) -> Tree:
 
     def label(node: api.TreeNode) -> Text:
         head = derivation.head(node)
-        if head is not None and g.terminal[head].kind == "input":
+        if head is not None and g.terminal[head].role == "input":
             return plain(head, style="cyan")
         if head is not None:
             return Text.assemble(plain(head, "bold"), " ", plain(f"→ {g.phrase(node.lhs)}", "dim"))

@@ -1,6 +1,6 @@
 """The CFG model and its classic analyses.
 
-Grammars are immutable. Terminals carry a use limit (``None`` = unlimited) and a kind: ``tool``
+Grammars are immutable. Terminals carry a use limit (``None`` = unlimited) and a role: ``tool``
 (a plan step), ``input`` (a task input such as ``input:image``) or ``symbol`` (anything else).
 """
 
@@ -13,9 +13,9 @@ from typing import Literal
 
 from fllm_cli.domain.model import Production
 
-__all__ = ["INF", "Grammar", "Production", "Terminal", "TerminalKind", "UseLimits"]
+__all__ = ["INF", "Grammar", "Production", "Terminal", "TerminalRole", "UseLimits"]
 
-TerminalKind = Literal["tool", "input", "symbol"]
+TerminalRole = Literal["tool", "input", "symbol"]
 INF = 10**9
 
 
@@ -26,7 +26,7 @@ class Terminal:
     name: str
     description: str = ""
     limit: int | None = None
-    kind: TerminalKind = "symbol"
+    role: TerminalRole = "symbol"
     phrase: str = ""
 
 
@@ -190,7 +190,7 @@ class UseLimits:
         for t in grammar.terminals:
             li = grammar.limit_index.get(t.name, -1)
             limit = grammar.limits[li] if li >= 0 else 0
-            self._rule[t.name] = (li, limit, t.kind == "tool")
+            self._rule[t.name] = (li, limit, t.role == "tool")
 
     def charge(
         self, symbol: str, counts: tuple[int, ...], tools: int

@@ -105,10 +105,10 @@ class Derivation:
             kids = [c for c in node.children if isinstance(c, TreeNode)]
             refs = [r for r in (result.pop(c.id) for c in kids) if r is not None]
             head = self.head(node)
-            kind = self.grammar.terminal[head].kind if head is not None else None
-            if kind == "input":
+            role = self.grammar.terminal[head].role if head is not None else None
+            if role == "input":
                 result[node.id] = head
-            elif kind == "tool":
+            elif role == "tool":
                 assert head is not None
                 out.append(Step(len(out) + 1, head, refs, node.lhs, node.id))
                 result[node.id] = f"step:{len(out)}"
@@ -124,13 +124,13 @@ class Derivation:
 
         def conv(node: TreeNode) -> dict[str, Any]:
             head = self.head(node)
-            kind = self.grammar.terminal[head].kind if head else None
-            if kind == "input":
+            role = self.grammar.terminal[head].role if head else None
+            if role == "input":
                 return {"input": head.removeprefix("input:") if head else "", "modality": node.lhs}
             children = [
                 conv(c) if isinstance(c, TreeNode) else {"terminal": c} for c in node.children
             ]
-            if kind == "tool":
+            if role == "tool":
                 return {
                     "tool": head,
                     "output": node.lhs,

@@ -67,9 +67,9 @@ def option_for(g: Grammar, pda: PDA, transition: int) -> Option:
     head = head_terminal(g, t.production)
     if head is not None:
         term = g.terminal[head]
-        if term.kind == "tool":
+        if term.role == "tool":
             return Option(f"the output of {head}", head, term.description)
-        if term.kind == "input":
+        if term.role == "input":
             return Option(f"the task's {term.phrase}", head, term.description)
         return Option(p.description or term.phrase or head, head, term.description)
     body = ", ".join(g.phrase(s) for s in p.rhs) or "nothing"
@@ -174,7 +174,7 @@ class Branch:
         self.roots.append(root)
         self.chosen.append(chosen)
         self.set_child.append(-1)
-        if head is not None and g.terminal[head].kind != "input":
+        if head is not None and g.terminal[head].role != "input":
             self.lines.append(i)
         if root == i or (root is None and production.description):
             self.steps.append(i)
@@ -202,7 +202,7 @@ class Branch:
             node = self.nodes[self.lines[k]]
             head = self.heads[self.lines[k]]
             assert head is not None
-            use = f"Use {head}" if g.terminal[head].kind == "tool" else g.phrase(head)
+            use = f"Use {head}" if g.terminal[head].role == "tool" else g.phrase(head)
             if k and node.parent >= 0:
                 parent_head = self.heads[node.parent]
                 if parent_head is not None:
