@@ -27,8 +27,8 @@ def grammars(draw: st.DrawFn) -> Grammar:
     terminals = []
     for i in range(draw(st.integers(1, 4))):
         limit = draw(st.one_of(st.none(), st.integers(1, 2)))
-        kind = draw(st.sampled_from(["tool", "symbol"]))
-        terminals.append(Terminal(f"t{i}", limit=limit, kind=kind))
+        role = draw(st.sampled_from(["tool", "symbol"]))
+        terminals.append(Terminal(f"t{i}", limit=limit, role=role))
     symbols = nts + [t.name for t in terminals]
     productions = []
     for lhs in nts:
