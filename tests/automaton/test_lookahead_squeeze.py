@@ -64,3 +64,33 @@ def test_the_finding_plans_to_a_valid_plan(tmp_path: Path) -> None:
     assert result.code == 0, result.err
     checked = run_fllm("verify", str(FINDING), str(out), "-i", "模态", "--output", "模态")
     assert checked.code == 0, checked.out + checked.err
+
+
+def test_the_inputs_a_word_read_are_remembered_per_cell() -> None:
+    """Fuzz finding ``words-walked``: a planner that walks thousands of moves asked, at every
+    look-ahead query, which required inputs its word had read, and walked the whole word to
+    answer (23 s, 229 million list appends). Each cell now remembers its answer, so a query
+    walks only the cells read since the last one."""
+    problem = api.compile_problem(
+        "domains/openagi.yaml", inputs=["image", "text"], output="text", task="t"
+    )
+    look = GrammarLookahead(problem.pda)
+    required = sorted(problem.pda.grammar.required)  # type: ignore[union-attr]
+    word: object = None
+    for i in range(5_000):
+        word = ("Image Captioning" if i % 7 else required[0], word)
+    assert look._read_required(word) == {required[0]}  # type: ignore[arg-type]
+    assert len(look._words) == 5_000
+    longer = (required[1], word)
+    assert look._read_required(longer) == set(required)  # type: ignore[arg-type]
+    assert len(look._words) == 5_001  # one new cell walked, not 5,001
+
+
+def test_the_finding_words_walked_ends_with_a_clean_no_plan() -> None:
+    folder = FINDING.parent.parent / "words-walked"
+    result = run_fllm(
+        "plan", str(folder / "d.yaml"), "", "-i", "q0=text", "-i", "q1=text", "-i", "q2=m0",
+        "--output", "m0", "--model", "random:976080", "--max-llm-calls", "0",
+    )  # fmt: skip
+    assert result.code == 1, result.err
+    assert "no valid plan found within --max-moves" in result.err

@@ -34,10 +34,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import cast
 
-from fllm_cli.automaton.pda import PDA, Config, DeadEndCheck, PrefixCache
+from fllm_cli.automaton.pda import PDA, Config, Cons, DeadEndCheck, PrefixCache
 from fllm_cli.grammar.cfg import INF, Grammar
 
 ANY_TOOL = "@tool"
+WORD_CELLS = 200_000  # word cells whose read inputs are remembered (then forgotten at once)
 MAX_PENDING = 256  # pending symbols past which a look-ahead query gives up (proves nothing)
 
 State = tuple[tuple[str, ...], tuple[int, ...], int, frozenset[str]]
@@ -105,6 +106,7 @@ class GrammarLookahead(DeadEndCheck):
         self._capacity = sum(g.limits) + (g.max_tools or 0)
         empty: Summary = ((0,) * len(g.limits), 0, (), frozenset())
         self._prefixes = PrefixCache(empty, self._fold)  # type: ignore[arg-type]
+        self._words: dict[int, tuple[tuple[object, Cons], frozenset[str]]] = {}
         # Leaves a derivation can still add beyond one per pending symbol: a production with k
         # symbols on its right adds k - 1 (per remaining use when its terminal is limited).
         # None when some unlimited production widens the form (no bound then).
@@ -180,10 +182,37 @@ class GrammarLookahead(DeadEndCheck):
     def _unread(self, config: Config) -> frozenset[str]:
         """The required terminals neither read yet nor waiting on the stack to be read."""
         left = set(self.g.required)
-        left.difference_update(config.word_list())
+        left.difference_update(self._read_required(config.word))
         if left:
             left.difference_update(item.symbol for item in reversed(config.stack))
         return frozenset(left)
+
+    def _read_required(self, word: Cons) -> frozenset[str]:
+        """The required terminals among those ``word`` has read.
+
+        The word is a persistent list that later configurations extend, so the answer is kept
+        per cell (with a reference, so its ``id`` cannot be reused) and a query walks only the
+        cells read since the newest one seen: a long run does not pay for its whole word at
+        every query (a planner that walked 10,000 moves spent most of its time there).
+        """
+        seen = self._words
+        fresh: list[tuple[object, Cons]] = []
+        cell, read = word, frozenset[str]()
+        while cell is not None:
+            hit = seen.get(id(cell))
+            if hit is not None and hit[0] is cell:
+                read = hit[1]
+                break
+            fresh.append(cell)
+            cell = cell[1]
+        if len(seen) + len(fresh) > WORD_CELLS:
+            seen.clear()
+        required = self.g.required
+        for cell in reversed(fresh):
+            if cell[0] in required and cell[0] not in read:
+                read = read | {cell[0]}
+            seen[id(cell)] = (cell, read)
+        return read
 
     def completable(self, config: Config, budget: int | None = None) -> bool:
         """Return True if some continuation of ``config`` reaches acceptance.
