@@ -23,7 +23,7 @@ from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.search.beam import BeamSearch
 from fllm_cli.search.proposal import Proposal
-from fllm_cli.search.relevance import Relevance, mentions, words
+from fllm_cli.search.relevance import Relevance
 from fllm_cli.search.strategy import STRATEGIES, Strategy
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
@@ -133,11 +133,6 @@ def tool_evidence(domain: Domain, text: str, strategy: Strategy) -> Relevance | 
     return strategy.evidence(*_texts(domain), text)
 
 
-def modality_forms(domain: Domain) -> dict[str, list[str]]:
-    """The words that name each modality in a task: its name, phrase and description."""
-    return {m.name: words(f"{m.name} {m.phrase} {m.description}") for m in domain.modalities}
-
-
 TYPE_FIT = 0.1  # per type the request names that the interface has, or lacks
 LAST_IS_OUTPUT = 0.15  # the last type named is usually what the request wants back
 
@@ -241,8 +236,8 @@ def rank_interfaces(
     entry tied with it are exact, which is what choosing an interface needs.
     """
     tools = frozenset(t.name for t in domain.tools)
-    if named is None:
-        named = mentions(text, modality_forms(domain))
+    if named is None:  # the types named by their own words, as the words strategy reads them
+        named = STRATEGIES["words"].read_types(*_texts(domain), text)
     pairs = [(combo, output) for combo, outs in options for output in outs]
     fits = [_named(combo, output, named) for combo, output in pairs]
     if proposal is not None and proposal.inputs is not None and proposal.output is not None:

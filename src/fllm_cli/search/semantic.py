@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from fllm_cli.search.relevance import Relevance, words
+from fllm_cli.search.relevance import Relevance, same_word, words
 
 FLOOR = 0.22  # similarity below which a part says nothing about a tool
 MARGIN = 0.06  # a part supports the tools within this of its best one
@@ -154,8 +154,6 @@ def type_mentions(
     and to every symbol's text, and close enough (``TYPE_FLOOR``): "photo" names an image,
     "spreadsheet" a table, "scanned" a scanned page, while "blurry" names a tool's purpose.
     """
-    from fllm_cli.search.relevance import same_word
-
     names = list(types)
     own = {n: words(f"{n} {phrase}") for n, (phrase, _) in types.items()}
     content = [w for w in words(task) if len(w) >= MIN_WORD]
