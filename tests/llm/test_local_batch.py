@@ -128,6 +128,53 @@ def test_scoring_leaves_the_cache_as_the_prompt_alone(engine: local.Engine) -> N
     assert abs(kept - fresh).max() < 0.1
 
 
+@needs_model
+@pytest.mark.local_model
+def test_texts_and_new_priors_in_one_batch_score_as_apart(
+    engine: local.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    neutral = engine.tokenize("Which option is the best next step? Reply with the option.")
+    prompt = _prompt(engine, "Which step turns a photo into a sentence?")
+    texts = tuple(f"{text}, step {k}" for k, text in enumerate(OPTIONS[:5]))
+    engine.prior_memo.clear()
+    engine.forget_neutral()
+    apart_priors = engine.priors(neutral, texts)
+    apart = engine.score_sequences(prompt, [engine.reply_tokens(t) for t in texts])
+    engine.prior_memo.clear()  # every prior is new again: they ride in the texts' batch
+    engine.prime(engine.tokenize("something else entirely"))  # the prompt is read again too
+    batches: list[int] = []
+    real = engine._score_batch
+    monkeypatch.setattr(
+        engine, "_score_batch", lambda parts: batches.append(len(parts)) or real(parts)
+    )
+    given, priors = engine.text_scores_and_priors(prompt, neutral, texts)
+    assert batches == [2]  # one decode: the texts after the prompt, the priors after neutral
+    _same(given, apart)
+    _same(priors, apart_priors)
+    assert all((tuple(neutral), t) in engine.prior_memo for t in texts)
+    # remembered priors are not scored again, and the scores stay the same
+    again, remembered = engine.text_scores_and_priors(prompt, neutral, texts)
+    assert remembered == priors
+    _same(again, given)
+
+
+@needs_model
+@pytest.mark.local_model
+def test_texts_and_priors_that_do_not_fit_one_batch_are_scored_apart(
+    engine: local.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    neutral = engine.tokenize("Which option is the best next step? Reply with the option.")
+    prompt = _prompt(engine, "Which step reads the text aloud?")
+    texts = tuple(f"{text}, read aloud {k}" for k, text in enumerate(OPTIONS[:4]))
+    engine.prior_memo.clear()
+    expected = engine.priors(neutral, texts)
+    engine.prior_memo.clear()
+    monkeypatch.setattr(local_engine, "SEQUENCES", 6)  # 4 texts + 4 priors > 6 - 2 sequences
+    given, priors = engine.text_scores_and_priors(prompt, neutral, texts)
+    _same(priors, expected)
+    _same(given, engine.score_sequences(prompt, [engine.reply_tokens(t) for t in texts]))
+
+
 @pytest.fixture(scope="module")
 def small() -> local.Engine:
     """An engine on a 512-token context, where the limits are close."""
@@ -280,11 +327,17 @@ def test_unpacking_can_be_turned_off_and_never_fails_a_run(
 def test_unlisted_drops_the_listing_lines_only() -> None:
     prompt = "Task: caption it.\n\nTo get text, choose:\n\n"
     prompt += "1: the output of A,\n2: the output of B.\n\nReply 1 or 2."
+    # the reply instruction after the listing asks for a number: it goes with the listing
     assert local.unlisted(prompt, ("the output of A", "the output of B")) == (
-        "Task: caption it.\n\nTo get text, choose:\n\n\nReply 1 or 2."
+        "Task: caption it.\n\nTo get text, choose:"
     )
     labelled = "Q?\n(a) yes\n - no\n• maybe;\nEnd."
-    assert local.unlisted(labelled, ("yes", "no", "maybe")) == "Q?\nEnd."
+    assert local.unlisted(labelled, ("yes", "no", "maybe")) == "Q?"
+    # text that goes on after the listing for more than a short paragraph stays
+    longer = "Q?\n1: yes\n2: no\n\nFirst line.\nSecond line.\nThird line."
+    assert local.unlisted(longer, ("yes", "no")) == "Q?\n\nFirst line.\nSecond line.\nThird line."
+    two = "Q?\n1: yes\n2: no\n\nA note.\n\nReply 1 or 2."
+    assert local.unlisted(two, ("yes", "no")) == "Q?\n\nA note.\n\nReply 1 or 2."
 
 
 @pytest.mark.parametrize(
@@ -300,7 +353,7 @@ def test_unlisted_drops_the_listing_lines_only() -> None:
 def test_unlisted_leaves_prompts_it_cannot_read(prompt: str) -> None:
     got = local.unlisted(prompt, ("A", "B"))
     if prompt.endswith("End.\n"):
-        assert got == "Q?\nEnd.\n"
+        assert got == "Q?"  # the last paragraph, the reply instruction, goes too
     else:
         assert got is None
 

@@ -161,6 +161,26 @@ class Engine:
         """Return log P(text | prompt) for each text."""
         return self.score_sequences(prompt, [self.reply_tokens(text) for text in texts])
 
+    def text_scores_and_priors(
+        self, prompt: list[int], neutral: list[int], texts: tuple[str, ...]
+    ) -> tuple[list[float], list[float]]:
+        """Return ``text_scores(prompt, texts)`` and ``priors(neutral, texts)``.
+
+        The priors not yet remembered are scored in the same llama.cpp batch as the texts
+        when both fit one batch; else apart, as the two calls would."""
+        key = tuple(neutral)
+        missing = list(dict.fromkeys(t for t in texts if (key, t) not in self.prior_memo))
+        seqs = [self.reply_tokens(text) for text in texts]
+        if missing and self.batched:
+            extra = [self.reply_tokens(t) for t in missing]
+            scored = self._texts_with_priors(prompt, seqs, neutral, extra)
+            if scored is not None:
+                given, fresh = scored
+                self.prior_memo.update({(key, t): v for t, v in zip(missing, fresh)})
+                return given, [self.prior_memo[(key, t)] for t in texts]
+        priors = self.priors(neutral, texts)
+        return self.score_sequences(prompt, seqs), priors
+
     def priors(self, neutral: list[int], texts: tuple[str, ...]) -> list[float]:
         """Return log P(text | neutral prompt) for each text, remembered across calls."""
         key = tuple(neutral)
@@ -253,6 +273,35 @@ class Engine:
         llm.n_tokens = len(prompt)
         return scores
 
+    def _texts_with_priors(
+        self, prompt: list[int], seqs: list[list[int]], neutral: list[int], extra: list[list[int]]
+    ) -> tuple[list[float], list[float]] | None:
+        """Score ``seqs`` after ``prompt`` and ``extra`` after ``neutral`` in one batch; None
+        (with nothing scored) when they do not fit one batch beside each other."""
+        if not seqs or len(seqs) + len(extra) > SEQUENCES - 2:
+            return None
+        self._check_fits(prompt)
+        longest = len(prompt) + max(len(seq) for seq in seqs)
+        if longest + len(neutral) >= self.n_ctx:  # the two prompts cannot stay side by side
+            return None
+        neutral_first = self._neutral_row(neutral)
+        llm = self.llm
+        common = self._common_prefix(prompt)
+        suffix = prompt[common:]
+        room = min(int(llm.n_batch), self.n_ctx - len(prompt) - len(neutral))
+        if len(suffix) + len(token_trie(seqs)[0]) + len(token_trie(extra)[0]) > room:
+            return None
+        self.stats.tokens_reused += common
+        (given, _), (fresh, _) = self._score_batch(
+            [
+                _Part(len(prompt), suffix, seqs, None, 0),
+                _Part(len(neutral), [], extra, neutral_first, PRIOR_SEQ),
+            ]
+        )
+        llm.input_ids[common : len(prompt)] = prompt[common:]  # now cached in sequence 0
+        llm.n_tokens = len(prompt)
+        return given, fresh
+
     def _score_groups(
         self,
         end: int,
@@ -309,16 +358,22 @@ class Engine:
 
         The last ``suffix`` of those tokens are not cached yet and run in the same batch;
         when ``suffix`` is empty, ``first`` is the next-token log-probs after the prompt.
-        Sequence i of ``seqs`` runs as context sequence i + 1. Returns the scores and
-        ``first``.
+        Returns the scores and ``first``.
+        """
+        return self._score_batch([_Part(end, suffix, seqs, first, source)])[0]
+
+    def _score_batch(self, parts: list[_Part]) -> list[tuple[list[float], np.ndarray]]:
+        """Score every part's ``seqs`` in one llama.cpp batch (see :class:`_Part`).
+
+        The sequences of all parts run as context sequences 1, 2, ... in order, each a copy
+        of its part's source. One decode reads the weights once, and on a small model that
+        read is most of what a short batch costs (about 25 ms on the 2-core machine).
         """
         import llama_cpp.llama_cpp as low
         import numpy as np
 
-        nodes, paths = token_trie(seqs)
         ctx = self.llm._ctx
         batch = self.llm._batch.batch
-        owners_all = [source, *range(1, len(seqs) + 1)]
         rows_of: list[int] = []  # batch index of each output row, in order
         count = 0
 
@@ -334,14 +389,21 @@ class Engine:
                 rows_of.append(count)
             count += 1
 
-        start = end - len(suffix)
-        for offset, token in enumerate(suffix):
-            add(token, start + offset, owners_all, offset == len(suffix) - 1)
-        base = count  # batch index of the first trie node
-        for token, depth, owners in nodes:
-            add(token, end + depth, [o + 1 for o in owners], True)
+        laid: list[tuple[int, list[list[int]]]] = []  # each part's first trie index, paths
+        copies: list[tuple[int, int]] = []  # (source, context sequence) of every sequence
+        for part in parts:
+            offset = len(copies) + 1  # the part's sequence i runs as context sequence offset+i
+            copies += [(part.source, offset + i) for i in range(len(part.seqs))]
+            nodes, paths = token_trie(part.seqs)
+            owners_all = [part.source, *range(offset, offset + len(part.seqs))]
+            start = part.end - len(part.suffix)
+            for at, token in enumerate(part.suffix):
+                add(token, start + at, owners_all, at == len(part.suffix) - 1)
+            laid.append((count, paths))
+            for token, depth, owners in nodes:
+                add(token, part.end + depth, [o + offset for o in owners], True)
         try:
-            for extra in range(1, len(seqs) + 1):
+            for source, extra in copies:
                 ctx.kv_cache_seq_cp(source, extra, -1, -1)
             batch.n_tokens = count
             if count:
@@ -355,21 +417,38 @@ class Engine:
                 out = np.ctypeslib.as_array(logits, shape=(len(rows_of), self.n_vocab))
             norms = _log_norms(out)
         finally:
-            for extra in range(1, len(seqs) + 1):
+            for _, extra in copies:
                 ctx.kv_cache_seq_rm(extra, -1, -1)
         self.stats.tokens_evaluated += count
         row_index = {b: r for r, b in enumerate(rows_of)}
-        if suffix:
-            first = _log_softmax(out[row_index[base - 1]].astype(np.float64))
-        assert first is not None
-        scores = []
-        for seq, path in zip(seqs, paths):
-            total = float(first[seq[0]])
-            for node, token in zip(path, seq[1:]):
-                row = row_index[base + node]
-                total += float(out[row, token]) - norms[row]
-            scores.append(total)
-        return scores, first
+        results = []
+        for part, (base, paths) in zip(parts, laid):
+            first = part.first
+            if part.suffix:
+                first = _log_softmax(out[row_index[base - 1]].astype(np.float64))
+            assert first is not None
+            scores = []
+            for seq, path in zip(part.seqs, paths):
+                total = float(first[seq[0]])
+                for node, token in zip(path, seq[1:]):
+                    row = row_index[base + node]
+                    total += float(out[row, token]) - norms[row]
+                scores.append(total)
+            results.append((scores, first))
+        return results
+
+
+@dataclass
+class _Part:
+    """Sequences to score after the ``end`` tokens held in context sequence ``source``; the
+    last ``suffix`` of those tokens are not cached yet and run in the same batch (else
+    ``first`` holds the next-token log-probs after them)."""
+
+    end: int
+    suffix: list[int]
+    seqs: list[list[int]]
+    first: Any
+    source: int
 
 
 def is_recurrent(llm: Any) -> bool:

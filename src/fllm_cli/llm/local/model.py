@@ -81,7 +81,6 @@ class LocalModel(Model):
             # likely anywhere (short, common words), which otherwise outweighs the prompt.
             # The neutral prompt keeps a sequence of its own, so the prompt keeps its prefix.
             neutral = self._tokens(CHOICE_SYSTEM, NEUTRAL)
-            priors = engine.priors(neutral, request.options)
             # A tiny model copies from a listing: every listed option becomes about as likely,
             # and the prior alone decides (the rarest text wins). Without it the question is
             # what is read, and the prompt is shorter; bench/local_quality.py and
@@ -89,7 +88,9 @@ class LocalModel(Model):
             prompt = request.prompt
             if self.listing == "drop":
                 prompt = unlisted(prompt, request.options) or prompt
-            given = engine.text_scores(self._tokens(CHOICE_SYSTEM, prompt), request.options)
+            given, priors = engine.text_scores_and_priors(
+                self._tokens(CHOICE_SYSTEM, prompt), neutral, request.options
+            )
             return [g - p for g, p in zip(given, priors)]
         raw = normalise(engine.label_scores(self._tokens(CHOICE_SYSTEM, request.prompt), n))
         if mode == "raw":

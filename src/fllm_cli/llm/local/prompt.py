@@ -40,13 +40,17 @@ def _lists(line: str, text: str) -> bool:
     )
 
 
+TAIL_LINES = 2  # a reply instruction after the listing: one short paragraph at the very end
+
+
 def unlisted(prompt: str, options: tuple[str, ...]) -> str | None:
     """Return ``prompt`` without the lines that list ``options``, or None if not so listed.
 
     Each option must sit on a line of its own with at most a short label before it ("3:",
     "b)", "-") and punctuation after, the lines in the options' order; the lines between the
-    first and the last of them (blank ones) go too. Text scoring reads each option as the
-    reply; a listing costs prompt tokens, and a tiny model copies from it.
+    first and the last of them (blank ones) go too, and so does a short last paragraph after
+    them (the reply instruction). Text scoring reads each option as the reply; a listing costs
+    prompt tokens, and a tiny model copies from it.
     """
     lines = prompt.split("\n")
     found: list[int] = []
@@ -61,7 +65,14 @@ def unlisted(prompt: str, options: tuple[str, ...]) -> str | None:
     first, last = found[-1], found[0]
     if any(lines[r].strip() for r in range(first, last + 1) if r not in found):
         return None
-    return "\n".join(lines[:first] + lines[last + 1 :])
+    rest = lines[last + 1 :]
+    filled = [r for r, line in enumerate(rest) if line.strip()]
+    if filled and len(filled) <= TAIL_LINES and filled[-1] - filled[0] < len(filled):
+        # One short paragraph ending the prompt tells how to answer from the listing ("reply
+        # with its number"); with the listing gone it would ask for a number where a text is
+        # read, so it goes too.
+        return "\n".join(lines[:first]).rstrip()
+    return "\n".join(lines[:first] + rest)
 
 
 def generic_choice_prompt(n: int) -> str:
