@@ -160,3 +160,53 @@ def test_a_swapped_plan_keeps_every_rule() -> None:
         trip.fix(var, known.eval(var, True).as_long())
     assert yes > 20 and no > 20  # both answers were exercised
     assert trip.swapped(known, trip.stop[0], 0) is None  # route variables are never swapped
+
+
+def test_records_held_elsewhere_are_exactly_those_no_plan_can_take() -> None:
+    """``held_elsewhere`` refuses with no solver query the records a decided slot of a
+    ``different`` rule holds; each must be unsat by the solver, and no other may be left out."""
+    trip = _trip(0, budget=10_000, cuisine=None)
+    assert trip.check() == z3.sat
+    model = trip.solver.model()
+    for var in [*trip.stop, *trip.nights]:
+        trip.fix(var, model.eval(var, True).as_long())
+    trip.tighten(model)
+    meals = [(v, o) for s, _, v, o in trip.slot_vars if s.name in ("breakfast", "lunch", "dinner")]
+    assert trip.held_elsewhere(str(meals[0][0])) == set()  # nothing decided yet
+    assert trip.check() == z3.sat
+    plan = trip.solver.model()
+    first, options = next((v, o) for v, o in meals if plan.eval(v, True).as_long() != NONE)
+    value = plan.eval(first, True).as_long()
+    trip.fix(first, value)
+    record = (options[value][0], options[value][1].index)
+    checked = 0
+    for var, others in meals:
+        if var is first:
+            continue
+        held = trip.held_elsewhere(str(var))
+        same = {n for n, (t, r) in enumerate(others) if (t, r.index) == record}
+        assert held == same
+        for n in held & set(trip.fitting[str(var)][0]):
+            assert trip.check(var == n) == z3.unsat
+            checked += 1
+    assert checked >= 1  # some other meal could have had that restaurant
+
+
+def test_a_shaped_term_is_the_term_built_directly() -> None:
+    """Terms built once over placeholders and substituted (``TripModel._shaped``) are the
+    very terms the direct construction gives, so the solver sees the same problem."""
+    trip = _trip(0)
+    var = trip.stop[0]
+    values = [7, 3, 3, 9]
+    assert trip._lookup(var, values).eq(trip._chain(var, values))
+    again = trip._lookup(trip.nights[0], values)  # the same shape, another variable
+    assert again.eq(trip._chain(trip.nights[0], values))
+    for name, cost in trip.cost_vars.items():
+        direct = z3.IntVal(0, trip.ctx)
+        slot_var = next(v for _, _, v, _ in trip.slot_vars if str(v) == name)
+        for n in range(len(cost.cents) - 1, -1, -1):
+            if cost.cents[n]:
+                direct = z3.If(slot_var == n, cost.cents[n], direct)
+        if name.startswith("accommodation"):
+            continue  # a stay's term multiplies by the nights (checked by the plans' costs)
+        assert cost.expr.eq(direct), name

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import z3
@@ -99,6 +99,8 @@ class TripModel:
         self.rules_of: dict[str, z3.BoolRef] = {}
         self.formula_vars: dict[int, set[str]] = {}  # formula id -> the variables it mentions
         self.mentions: list[tuple[z3.BoolRef, set[str]]] | None = None
+        self._shapes: dict[Hashable, tuple[Any, list[Any]]] = {}  # see _shaped
+        self._cents: dict[str, list[int]] = {}  # slot -> cents of each of its options
         self.currency = spec.money()[1]
         self.build()
 
@@ -183,12 +185,44 @@ class TripModel:
         self._constraints()
 
     def _lookup(self, index: z3.ArithRef, values: list[Any]) -> z3.ArithRef:
-        """Return ``values[index]`` as a Z3 term (values: ints or Z3 terms)."""
+        """Return ``values[index]`` as a Z3 term (values: ints or Z3 terms).
+
+        A table of plain numbers is built once over a placeholder and put in place of it for
+        each variable (``_shaped``): the same term, at one call instead of hundreds."""
+        if all(type(v) is int for v in values):
+            key = ("lookup", tuple(values))
+            return self._shaped(key, ("i",), lambda x: self._chain(x, values), index)
+        return self._chain(index, values)
+
+    def _chain(self, index: z3.ArithRef, values: list[Any]) -> z3.ArithRef:
         last = values[-1]
         expr: z3.ArithRef = z3.IntVal(last, self.ctx) if isinstance(last, int) else last
         for n in range(len(values) - 2, -1, -1):
             expr = z3.If(index == n, values[n], expr)
         return expr
+
+    def _shaped(
+        self,
+        key: Hashable,
+        sorts: tuple[str, ...],
+        make: Callable[..., z3.ExprRef],
+        *terms: z3.ExprRef,
+    ) -> Any:
+        """``make(*terms)``, built once per ``key`` over placeholder constants and then
+        instantiated by substitution.
+
+        Building a term of a few hundred nodes through z3's Python API costs milliseconds,
+        and a week's trip builds the same shape for every day and slot; substitution builds
+        the identical term in one call. ``sorts`` gives each placeholder's sort: "i" an
+        integer, "b" a Boolean."""
+        if key not in self._shapes:
+            holes = [
+                z3.Int(f"_hole{n}", self.ctx) if sort == "i" else z3.Bool(f"_hole{n}", self.ctx)
+                for n, sort in enumerate(sorts)
+            ]
+            self._shapes[key] = (make(*holes), holes)
+        shape, holes = self._shapes[key]
+        return z3.substitute(shape, *zip(holes, terms))
 
     # -- slots -------------------------------------------------------------------------------
 
@@ -218,64 +252,77 @@ class TripModel:
 
     def _slots(self) -> None:
         self.slot_vars: list[tuple[Slot, int | None, z3.ArithRef, list[tuple[str, Record]]]] = []
+        home = z3.IntVal(self.ids[self.home], self.ctx)
         for slot in self.spec.slots.values():
             options = [(t, r) for t in slot.tables for r in self._allowed(slot, t)]
             if slot.per == "leg":
+                ends = [(self._id(r[slot.origin]), self._id(r[slot.dest])) for _, r in options]
                 for j in range(self.legs):
                     var = z3.Int(f"{slot.name}_leg{j}", self.ctx)
-                    origin = (
-                        z3.IntVal(self.ids[self.home], self.ctx)
-                        if j == 0
-                        else self.stop_city[j - 1]
-                    )
-                    dest = (
-                        z3.IntVal(self.ids[self.home], self.ctx)
-                        if j == self.k
-                        else self.stop_city[j]
-                    )
-                    fits = [
-                        z3.And(
-                            var == n,
-                            origin == self._id(r[slot.origin]),
-                            dest == self._id(r[slot.dest]),
-                        )
-                        for n, (_, r) in enumerate(options)
-                    ]
-                    self._own(var, z3.Or(*fits) if fits else z3.BoolVal(False, self.ctx))
+                    origin = home if j == 0 else self.stop_city[j - 1]
+                    dest = home if j == self.k else self.stop_city[j]
+                    fits = self._shaped(
+                        (slot.name, "fits"), ("i", "i", "i"), self._leg_fits(ends),
+                        var, origin, dest,
+                    )  # fmt: skip
+                    self._own(var, fits)
                     self.slot_vars.append((slot, j, var, options))
-                    self._add_cost(var, options)
+                    self._add_cost(var, slot.name, options)
             elif slot.per == "stay":
+                cities = [self._id(r[slot.city]) for _, r in options]
                 for j in range(self.k):
                     var = z3.Int(f"{slot.name}_stay{j}", self.ctx)
-                    fits = [
-                        z3.And(var == n, self.stop_city[j] == self._id(r[slot.city]))
-                        for n, (_, r) in enumerate(options)
-                    ]
-                    self._own(var, z3.Or(*fits) if fits else z3.BoolVal(False, self.ctx))
+                    fits = self._shaped(
+                        (slot.name, "fits"), ("i", "i"), self._stay_fits(cities),
+                        var, self.stop_city[j],
+                    )  # fmt: skip
+                    self._own(var, fits)
                     self.slot_vars.append((slot, j, var, options))
-                    self._add_cost(var, options, self.nights[j])
+                    self._add_cost(var, slot.name, options, self.nights[j])
             else:
+                cities = [self._id(r[slot.city]) for _, r in options]
                 for d in range(1, self.days + 1):
                     var = z3.Int(f"{slot.name}_day{d}", self.ctx)
-                    fits = [
-                        z3.And(
-                            var == n,
-                            z3.Or(
-                                self.day_from[d] == self._id(r[slot.city]),
-                                self.day_to[d] == self._id(r[slot.city]),
-                            ),
-                        )
-                        for n, (_, r) in enumerate(options)
-                    ]
                     need = (
                         z3.BoolVal(slot.need == "always", self.ctx)
                         if slot.need != "stay"
                         else z3.Not(self.travel[d])
                     )
-                    self._own(var, z3.Or(z3.And(var == NONE, z3.Not(need)), *fits))
+                    fits = self._shaped(
+                        (slot.name, "fits"), ("i", "i", "i", "b"), self._day_fits(cities),
+                        var, self.day_from[d], self.day_to[d], need,
+                    )  # fmt: skip
+                    self._own(var, fits)
                     self.slot_vars.append((slot, d, var, options))
                     self.needs[var_name(var)] = need
-                    self._add_cost(var, options)
+                    self._add_cost(var, slot.name, options)
+
+    # Where a slot's record must be, as a function of placeholders (see ``_shaped``): a leg's
+    # record runs between the leg's two places, a stay's is in the stop's city, and a day's is
+    # in the city the day starts or ends in (or the slot stays empty when it need not be filled).
+
+    def _leg_fits(self, ends: list[tuple[int, int]]) -> Callable[..., z3.BoolRef]:
+        def make(var: z3.ArithRef, origin: z3.ArithRef, dest: z3.ArithRef) -> z3.BoolRef:
+            fits = [z3.And(var == n, origin == a, dest == b) for n, (a, b) in enumerate(ends)]
+            return z3.Or(*fits) if fits else z3.BoolVal(False, self.ctx)
+
+        return make
+
+    def _stay_fits(self, cities: list[int]) -> Callable[..., z3.BoolRef]:
+        def make(var: z3.ArithRef, city: z3.ArithRef) -> z3.BoolRef:
+            fits = [z3.And(var == n, city == c) for n, c in enumerate(cities)]
+            return z3.Or(*fits) if fits else z3.BoolVal(False, self.ctx)
+
+        return make
+
+    def _day_fits(self, cities: list[int]) -> Callable[..., z3.BoolRef]:
+        def make(
+            var: z3.ArithRef, start: z3.ArithRef, end: z3.ArithRef, need: z3.BoolRef
+        ) -> z3.BoolRef:
+            fits = [z3.And(var == n, z3.Or(start == c, end == c)) for n, c in enumerate(cities)]
+            return z3.Or(z3.And(var == NONE, z3.Not(need)), *fits)
+
+        return make
 
     def _id(self, place: Any) -> int:
         return self.ids.get(place_key(place), -2)
@@ -283,6 +330,7 @@ class TripModel:
     def _add_cost(
         self,
         var: z3.ArithRef,
+        slot: str,
         options: list[tuple[str, Record]],
         nights: z3.ArithRef | None = None,
     ) -> None:
@@ -290,13 +338,23 @@ class TripModel:
         total = self._total()
         if total is None:
             return
-        cents = [self.unit_cost(option, total) for option in options]
-        expr: z3.ArithRef = z3.IntVal(0, self.ctx)
-        for n in range(len(options) - 1, -1, -1):
-            if cents[n]:
-                expr = z3.If(var == n, cents[n], expr)
-        if nights is not None:
-            expr = z3.Sum(*[z3.If(nights == n, expr * n, 0) for n in range(1, self.days)])
+        if slot not in self._cents:
+            self._cents[slot] = [self.unit_cost(option, total) for option in options]
+        cents = self._cents[slot]
+
+        def make(index: z3.ArithRef, *count: z3.ArithRef) -> z3.ArithRef:
+            expr: z3.ArithRef = z3.IntVal(0, self.ctx)
+            for n in range(len(cents) - 1, -1, -1):
+                if cents[n]:
+                    expr = z3.If(index == n, cents[n], expr)
+            if count:  # a stay: the price of a night times the nights
+                expr = z3.Sum(*[z3.If(count[0] == n, expr * n, 0) for n in range(1, self.days)])
+            return expr
+
+        if nights is None:
+            expr = self._shaped((slot, "cost"), ("i",), make, var)
+        else:
+            expr = self._shaped((slot, "cost"), ("i", "i"), make, var, nights)
         cost = z3.Int(f"cost_{var_name(var)}", self.ctx)
         self._own(var, cost == expr)
         self.costs.append(cost)
@@ -380,6 +438,25 @@ class TripModel:
         """Decide a variable for good."""
         self.solver.add(var == value)
         self.fixed[var_name(var)] = value
+
+    def held_elsewhere(self, name: str) -> set[int]:
+        """Options of slot variable ``name`` whose record a decided slot already holds under a
+        ``different`` rule: no plan can take them, so they need no solver query."""
+        out: set[int] = set()
+        for c in self.spec.constraints:
+            if c.rule != "different":
+                continue
+            items = list(self.vars_of(c.slots))
+            mine = next((options for _, _, v, options in items if var_name(v) == name), None)
+            if mine is None:
+                continue
+            held = set()
+            for _, _, var, options in items:
+                value = self.fixed.get(var_name(var), NONE)
+                if value != NONE and var_name(var) != name:
+                    held.add((options[value][0], options[value][1].index))
+            out.update(n for n, (table, r) in enumerate(mine) if (table, r.index) in held)
+        return out
 
     def floor_without(self, name: str) -> int:
         """A lower bound (cents) on the cost of every plan left, leaving out slot ``name``.
@@ -518,8 +595,9 @@ class TripModel:
         seconds per look-ahead query."""
         holders: dict[tuple[str, int], list[tuple[z3.BoolRef, str]]] = {}
         for _, _, var, options in self.vars_of(c.slots):
+            name = var_name(var)
             for n, (table, record) in enumerate(options):
-                holders.setdefault((table, record.index), []).append((var == n, var_name(var)))
+                holders.setdefault((table, record.index), []).append((var == n, name))
         formulas = []
         for atoms in holders.values():
             if len(atoms) > 1:

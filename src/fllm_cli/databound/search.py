@@ -32,9 +32,9 @@ from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.search.planner import Budgets, PlanStats
 
-SHOWN = 6  # options shown to the model at one decision
+SHOWN = 3  # options shown to the model at one decision
 # Bounds by work (solver resource units and queries), never by wall time: see csp.py.
-CHECK_RLIMIT = 2_000_000  # one look-ahead query (~0.4 s); an undecided value is not offered
+CHECK_RLIMIT = 1_000_000  # one look-ahead query (~0.1 s); an undecided value is not offered
 DECISION_CHECKS = 24  # look-ahead queries per decision; past them no more options are looked
 # for (the plan in hand's value is always offered, so a decision never ends with nothing)
 MAX_BLOCK = 16  # values ruled out by one look-ahead query at most
@@ -235,7 +235,8 @@ class DataPlanner:
     ) -> None:
         """Find the best-ranked feasible values, in rank order, with few solver calls.
 
-        Values the budget cannot carry are dropped first (``_over_budget``, no solver call).
+        Values the budget cannot carry, and records a ``different`` rule already gave to
+        another slot, are dropped first (``_over_budget``, ``held_elsewhere``: no solver call).
         A value is then tried by swapping it into the plan in hand (``TripModel.swapped``);
         when that fails, the solver decides, in blocks: one query "some value of this block"
         rules out a whole block of doomed values at once. After a block with no plan the next
@@ -245,7 +246,8 @@ class DataPlanner:
         t = self.trip
         fitting = t.fitting.get(var_name(decision.var))  # known once the route is fixed
         fits = set(fitting[0]) if fitting is not None else None
-        pending = [v for v in candidates if fits is None or v in fits]
+        held = t.held_elsewhere(var_name(decision.var)) if decision.slot is not None else set()
+        pending = [v for v in candidates if (fits is None or v in fits) and v not in held]
         sure: dict[int, z3.ModelRef] = {free: known}  # values known feasible, with a plan
         pending = [v for v in pending if v == free or not self._over_budget(decision, v)]
         i, width, queries = 0, 1, 0
@@ -319,6 +321,11 @@ class DataPlanner:
         cost = self._cost(decision, value)
         self.spent += cost
         line = f"- {decision.name}: {decision.label(value)}"
+        bound = getattr(self.trip, "bound_cents", None)
+        if bound is not None and cost:
+            # what is left rides on the line that spent it: the prompt only grows at its end,
+            # so the model reuses its prefix (a separate "budget left" line changed each time)
+            line += f" ({self.trip.currency.show((bound - self.spent) / CENTS)} left)"
         self.progress.append(line)
 
     def _cost(self, decision: Decision, value: int) -> int:
@@ -326,9 +333,6 @@ class DataPlanner:
 
     def _ask(self, decision: Decision, options: list[int]) -> int:
         labels = tuple(decision.label(v) for v in options)
-        bound = getattr(self.trip, "bound_cents", None)
-        show = self.trip.currency.show
-        left = f"{show((bound - self.spent) / CENTS)} of {show(bound / CENTS)}" if bound else ""
         prompt = render(
             "data/choice.j2",
             {
@@ -343,7 +347,6 @@ class DataPlanner:
                 "progress": self.progress[-PROGRESS:],
                 "question": decision.question,
                 "choices": labels,
-                "budget_left": left,
             },
             self.search,
         )
