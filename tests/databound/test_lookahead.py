@@ -32,6 +32,15 @@ def _trip(index: int, **change: Any) -> TripModel:
     return TripModel(spec, tables, {**structured(QUERIES[index]), **change})
 
 
+def _route(trip: TripModel) -> None:
+    """Fix the stops and nights of some plan, as the search does before any slot."""
+    assert trip.check() == z3.sat
+    model = trip.solver.model()
+    for var in [*trip.stop, *trip.nights]:
+        trip.fix(var, model.eval(var, True).as_long())
+    trip.tighten(model)
+
+
 def _cheapest(trip: TripModel) -> int:
     """The least total cost of a plan under the decisions so far, by Z3's optimiser."""
     opt = z3.Optimize(ctx=trip.ctx)
@@ -47,11 +56,7 @@ def _cheapest(trip: TripModel) -> int:
 )
 def test_the_cost_floor_is_never_above_the_cheapest_plan(index: int, budget: int) -> None:
     trip = _trip(index, budget=budget, cuisine=None)
-    assert trip.check() == z3.sat
-    model = trip.solver.model()
-    for var in [*trip.stop, *trip.nights]:
-        trip.fix(var, model.eval(var, True).as_long())
-    trip.tighten(model)
+    _route(trip)
     rng = random.Random(index)
     slots = [item for item in trip.slot_vars if str(item[2]) in trip.cost_vars]
     for round_ in range(4):
@@ -76,11 +81,7 @@ def test_the_cost_floor_is_never_above_the_cheapest_plan(index: int, budget: int
 def test_the_floor_counts_distinct_records_for_a_different_rule() -> None:
     """Five meals that must differ cannot all take the one cheapest restaurant."""
     trip = _trip(0, budget=10_000, cuisine=None)
-    assert trip.check() == z3.sat
-    model = trip.solver.model()
-    for var in [*trip.stop, *trip.nights]:
-        trip.fix(var, model.eval(var, True).as_long())
-    trip.tighten(model)
+    _route(trip)
     meals = [str(v) for s, _, v, _ in trip.slot_vars if s.name in ("breakfast", "lunch", "dinner")]
     required = [m for m in meals if NONE not in trip.fitting[m][0]]
     assert len(required) >= 2
@@ -139,11 +140,7 @@ def test_a_swapped_plan_keeps_every_rule() -> None:
     """``TripModel.swapped`` evaluates only the rules a variable takes part in; whenever it
     says yes, the plan it returns must meet every assertion and every tracked rule."""
     trip = _trip(20)
-    assert trip.check() == z3.sat
-    model = trip.solver.model()
-    for var in [*trip.stop, *trip.nights]:
-        trip.fix(var, model.eval(var, True).as_long())
-    trip.tighten(model)
+    _route(trip)
     everything = z3.And(*trip.solver.assertions(), *trip.tracked.values())
     yes = no = 0
     for _, _, var, options in trip.slot_vars:
@@ -166,11 +163,7 @@ def test_records_held_elsewhere_are_exactly_those_no_plan_can_take() -> None:
     """``held_elsewhere`` refuses with no solver query the records a decided slot of a
     ``different`` rule holds; each must be unsat by the solver, and no other may be left out."""
     trip = _trip(0, budget=10_000, cuisine=None)
-    assert trip.check() == z3.sat
-    model = trip.solver.model()
-    for var in [*trip.stop, *trip.nights]:
-        trip.fix(var, model.eval(var, True).as_long())
-    trip.tighten(model)
+    _route(trip)
     meals = [(v, o) for s, _, v, o in trip.slot_vars if s.name in ("breakfast", "lunch", "dinner")]
     assert trip.held_elsewhere(str(meals[0][0])) == set()  # nothing decided yet
     assert trip.check() == z3.sat

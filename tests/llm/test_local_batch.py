@@ -128,15 +128,23 @@ def test_scoring_leaves_the_cache_as_the_prompt_alone(engine: local.Engine) -> N
     assert abs(kept - fresh).max() < 0.1
 
 
+def _choice(
+    engine: local.Engine, question: str, n: int
+) -> tuple[list[int], list[int], tuple[str, ...]]:
+    """A neutral prompt, a question and ``n`` option texts no earlier test scored (no prior
+    of them is remembered)."""
+    neutral = engine.tokenize("Which option is the best next step? Reply with the option.")
+    texts = tuple(f"{text}, for: {question}" for text in OPTIONS[:n])
+    engine.prior_memo.clear()
+    return neutral, _prompt(engine, question), texts
+
+
 @needs_model
 @pytest.mark.local_model
 def test_texts_and_new_priors_in_one_batch_score_as_apart(
     engine: local.Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    neutral = engine.tokenize("Which option is the best next step? Reply with the option.")
-    prompt = _prompt(engine, "Which step turns a photo into a sentence?")
-    texts = tuple(f"{text}, step {k}" for k, text in enumerate(OPTIONS[:5]))
-    engine.prior_memo.clear()
+    neutral, prompt, texts = _choice(engine, "Which step turns a photo into a sentence?", 5)
     engine.forget_neutral()
     apart_priors = engine.priors(neutral, texts)
     apart = engine.score_sequences(prompt, [engine.reply_tokens(t) for t in texts])
@@ -163,10 +171,7 @@ def test_texts_and_new_priors_in_one_batch_score_as_apart(
 def test_texts_and_priors_that_do_not_fit_one_batch_are_scored_apart(
     engine: local.Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    neutral = engine.tokenize("Which option is the best next step? Reply with the option.")
-    prompt = _prompt(engine, "Which step reads the text aloud?")
-    texts = tuple(f"{text}, read aloud {k}" for k, text in enumerate(OPTIONS[:4]))
-    engine.prior_memo.clear()
+    neutral, prompt, texts = _choice(engine, "Which step reads the text aloud?", 4)
     expected = engine.priors(neutral, texts)
     engine.prior_memo.clear()
     monkeypatch.setattr(local_engine, "SEQUENCES", 6)  # 4 texts + 4 priors > 6 - 2 sequences
