@@ -3,6 +3,7 @@
     .venv/bin/python bench/travelplanner.py --model random:1            # request read from text
     .venv/bin/python bench/travelplanner.py --model random:1 --given    # structured fields
     .venv/bin/python bench/travelplanner.py --model local --limit 5 --strategy zero-shot
+    .venv/bin/python bench/travelplanner.py --model local --no-cache  # first-run times
 
 Everything is `fllm bench` (fllm_cli.bench): the same as
 
@@ -29,6 +30,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from fllm_cli.bench import BenchOptions, run_bench  # noqa: E402
 from fllm_cli.bench.metrics import SCORERS  # noqa: E402
+from fllm_cli.llm.options import ModelOptions  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "travelplanner"
 DOMAIN = str(ROOT / "domains" / "travelplanner.yaml")
@@ -73,6 +75,9 @@ def main() -> None:
     parser.add_argument("--strategy", default="formal", help="formal, zero-shot, gold...")
     parser.add_argument("--given", action="store_true", help="formal with the structured fields")
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument(
+        "--no-cache", action="store_true", help="ask the model every time (first-run times)"
+    )
     args = parser.parse_args()
     strategy = "formal-given" if args.given else args.strategy
     opts = BenchOptions(
@@ -82,6 +87,7 @@ def main() -> None:
         strategies=[strategy],
         model=args.model,
         limit=args.limit,
+        model_options=ModelOptions(cache=not args.no_cache),
     )
     report = run_bench(opts).report
     for row in report["results"]:
