@@ -157,19 +157,14 @@ class Engine:
         """Return the tokens of ``text`` scored as a reply (at most 64; blank reads as N/A)."""
         return self.tokenize(text.strip() or BLANK)[:64]
 
-    def text_scores(self, prompt: list[int], texts: tuple[str, ...]) -> list[float]:
-        """Return log P(text | prompt) for each text."""
-        return self.score_sequences(prompt, [self.reply_tokens(text) for text in texts])
-
     def text_scores_and_priors(
         self, prompt: list[int], neutral: list[int], texts: tuple[str, ...]
     ) -> tuple[list[float], list[float]]:
-        """Return ``text_scores(prompt, texts)`` and ``priors(neutral, texts)``.
+        """Return log P(text | prompt) for each text, and ``priors(neutral, texts)``.
 
         The priors not yet remembered are scored in the same llama.cpp batch as the texts
         when both fit one batch; else apart, as the two calls would."""
-        key = tuple(neutral)
-        missing = list(dict.fromkeys(t for t in texts if (key, t) not in self.prior_memo))
+        key, missing = self._unremembered(neutral, texts)
         seqs = [self.reply_tokens(text) for text in texts]
         if missing and self.batched:
             extra = [self.reply_tokens(t) for t in missing]
@@ -183,8 +178,7 @@ class Engine:
 
     def priors(self, neutral: list[int], texts: tuple[str, ...]) -> list[float]:
         """Return log P(text | neutral prompt) for each text, remembered across calls."""
-        key = tuple(neutral)
-        missing = list(dict.fromkeys(t for t in texts if (key, t) not in self.prior_memo))
+        key, missing = self._unremembered(neutral, texts)
         if missing:
             seqs = [self.reply_tokens(t) for t in missing]
             if self.batched:
@@ -193,6 +187,13 @@ class Engine:
                 scores = self.score_sequences(neutral, seqs)
             self.prior_memo.update({(key, t): s for t, s in zip(missing, scores)})
         return [self.prior_memo[(key, t)] for t in texts]
+
+    def _unremembered(
+        self, neutral: list[int], texts: tuple[str, ...]
+    ) -> tuple[tuple[int, ...], list[str]]:
+        """The memo's key for ``neutral`` and the texts with no prior remembered, once each."""
+        key = tuple(neutral)
+        return key, list(dict.fromkeys(t for t in texts if (key, t) not in self.prior_memo))
 
     def _shared_priors(self, neutral: list[int], seqs: list[list[int]]) -> list[float]:
         """Score ``seqs`` after ``neutral``, held in a sequence of its own (PRIOR_SEQ).
@@ -269,9 +270,13 @@ class Engine:
         else:
             self.stats.tokens_reused += common
         scores = self._score_groups(len(prompt), suffix, seqs, groups, first, 0)
-        llm.input_ids[common : len(prompt)] = prompt[common:]  # now cached in sequence 0
-        llm.n_tokens = len(prompt)
+        self._held_prompt(prompt, common)
         return scores
+
+    def _held_prompt(self, prompt: list[int], common: int) -> None:
+        """Record that sequence 0 now holds all of ``prompt`` (cached up to ``common`` before)."""
+        self.llm.input_ids[common : len(prompt)] = prompt[common:]
+        self.llm.n_tokens = len(prompt)
 
     def _texts_with_priors(
         self, prompt: list[int], seqs: list[list[int]], neutral: list[int], extra: list[list[int]]
@@ -298,8 +303,7 @@ class Engine:
                 _Part(len(neutral), [], extra, neutral_first, PRIOR_SEQ),
             ]
         )
-        llm.input_ids[common : len(prompt)] = prompt[common:]  # now cached in sequence 0
-        llm.n_tokens = len(prompt)
+        self._held_prompt(prompt, common)
         return given, fresh
 
     def _score_groups(
