@@ -5,11 +5,12 @@
 Only the interface (what a request provides and wants back) is ranked, the way ``fllm plan``
 ranks it with the default ``meaning`` strategy and no model, while one weight at a time is
 changed: the fit of each type the request names (``interface.TYPE_FIT``), the bonus for an
-output that is the last type named (``interface.LAST_IS_OUTPUT``) and the similarity from which
-a single word names a type (``semantic.TYPE_FLOOR``). The tools' evidence is computed once per
-request. The figure is interface right / requests with a reference interface, per set; the
-first row is the shipped setting. It says whether a better interface is a matter of weights
-(it was not, when last run: see docs/benchmarks.md).
+output that is the last type named (``interface.LAST_IS_OUTPUT``), the similarity from which
+a single word names a type (``semantic.TYPE_FLOOR``) and the bonus for an output that the
+request's last pointing part asks for (``interface.LAST_ASKED``). The tools' evidence is
+computed once per request. The figure is interface right / requests with a reference
+interface, per set; the first row is the shipped setting. It says whether a better interface is
+a matter of weights (see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ SHIPPED = {
     "TYPE_FIT": interface.TYPE_FIT,
     "LAST_IS_OUTPUT": interface.LAST_IS_OUTPUT,
     "TYPE_FLOOR": semantic.TYPE_FLOOR,
+    "LAST_ASKED": interface.LAST_ASKED,
 }
 CHANGES = [
     {},
@@ -42,6 +44,9 @@ CHANGES = [
     {"LAST_IS_OUTPUT": 0.3},
     {"TYPE_FLOOR": 0.22},
     {"TYPE_FLOOR": 0.35},
+    {"LAST_ASKED": 0.0},
+    {"LAST_ASKED": 0.3},
+    {"LAST_ASKED": 1.0},
 ]
 
 
@@ -49,6 +54,7 @@ def _set(values: dict[str, float]) -> None:
     interface.TYPE_FIT = values["TYPE_FIT"]
     interface.LAST_IS_OUTPUT = values["LAST_IS_OUTPUT"]
     semantic.TYPE_FLOOR = values["TYPE_FLOOR"]
+    interface.LAST_ASKED = values["LAST_ASKED"]
 
 
 def main() -> None:
@@ -87,7 +93,7 @@ def main() -> None:
     for change, counts in zip(CHANGES, right):
         label = ", ".join(f"{k}={v}" for k, v in change.items()) or "shipped"
         cells = "  ".join(f"{n} {counts[n]}/{asked[n]}" for n in asked)
-        print(f"{label:22} {cells}")
+        print(f"{label:26} {cells}")
 
 
 if __name__ == "__main__":

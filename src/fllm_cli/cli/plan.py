@@ -256,6 +256,9 @@ def _explain(doc: dict[str, Any]) -> None:
                 f"{', '.join(r['inputs'])} -> {r['output']} ({r['score']:+.2f})" for r in ranked
             ]
             line += "; " + " | ".join(shown)
+        asked = reading.get("last_asked")
+        if asked:
+            line += f'; the last part asking for a tool, "{asked["part"]}", wants {asked["output"]}'
         err.print(plain(line))
     steps = why.get("steps")
     if steps is None:

@@ -23,7 +23,7 @@ from fllm_cli.llm.meter import RunMeter
 from fllm_cli.prompts import render
 from fllm_cli.search.beam import BeamSearch
 from fllm_cli.search.proposal import Proposal
-from fllm_cli.search.relevance import Relevance
+from fllm_cli.search.relevance import Relevance, unit_place
 from fllm_cli.search.strategy import STRATEGIES, Strategy
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
@@ -135,6 +135,7 @@ def tool_evidence(domain: Domain, text: str, strategy: Strategy) -> Relevance | 
 
 TYPE_FIT = 0.1  # per type the request names that the interface has, or lacks
 LAST_IS_OUTPUT = 0.15  # the last type named is usually what the request wants back
+LAST_ASKED = 0.5  # the output of the tool the request's last pointing part asks for
 
 
 def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
@@ -150,6 +151,32 @@ def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
     if len(named) >= 2:
         fit += LAST_IS_OUTPUT if named[-1] == output else -LAST_IS_OUTPUT
     return fit - 0.01 * len(combo)
+
+
+def last_asked(domain: Domain, relevance: Relevance) -> tuple[str, str, str] | None:
+    """Return (part, tool, its output type) for the last part of the request that points at a
+    tool, taking that part's strongest tool; None when no unit carries its place in the request.
+
+    People tend to say what they want back last ("fix the scan, then send me the totals"), so
+    the output type of what the last pointing part asks for is a good guess at the task's output,
+    even when the part is too weak to settle which tool it is. Units keyed without a place (bare
+    shared words, a model's vote) say nothing about order and are not read.
+    """
+    outputs = {t.name: t.output for t in domain.tools}
+    best: tuple[int, float, str, str] | None = None
+    for symbol, units in relevance.matched.items():
+        if symbol not in outputs:
+            continue
+        for key, value in units.items():
+            place = unit_place(key)
+            if place is None:
+                continue
+            candidate = (place[0], value, symbol, place[1])
+            if best is None or candidate[:2] > best[:2]:
+                best = candidate
+    if best is None:
+        return None
+    return best[3], best[2], outputs[best[2]]
 
 
 def usable_tools(domain: Domain, inputs: tuple[str, ...], output: str) -> frozenset[str]:
@@ -240,6 +267,10 @@ def rank_interfaces(
         named = STRATEGIES["words"].read_types(*_texts(domain), text)
     pairs = [(combo, output) for combo, outs in options for output in outs]
     fits = [_named(combo, output, named) for combo, output in pairs]
+    asked = last_asked(domain, relevance)
+    if asked is not None:
+        fits = [fit + (LAST_ASKED if output == asked[2] else 0.0) for fit, (_, output) in
+                zip(fits, pairs)]  # fmt: skip
     if proposal is not None and proposal.inputs is not None and proposal.output is not None:
         wanted = (sorted(proposal.inputs), proposal.output)
         fits = [
@@ -341,9 +372,11 @@ def _by_evidence(
         return _by_questions(domain, text, model, trace, options)
     top = ranked[0][0]
     tied = [r for r in ranked if abs(r[0] - top) < 1e-9]
+    asked = last_asked(domain, relevance)
     reading.update(
         how="the best plan's evidence" if len(tied) == 1 else "the model, among tied readings",
         types_named=named,
+        last_asked=None if asked is None else dict(zip(("part", "tool", "output"), asked)),
         ranked=[
             {"inputs": list(combo), "output": output, "score": round(total, 3)}
             for total, combo, output in ranked[:4]

@@ -166,6 +166,21 @@ class Relevance:
         return not any(v > 0 for v in self.scores.values())
 
 
+def unit_key(place: int, text: str) -> str:
+    """The key of a request unit that keeps its place in the request ("#3 colour it in")."""
+    return f"#{place} {text}"
+
+
+_PLACED = re.compile(r"(?:\w+:)?#(\d+) (.*)", re.DOTALL)
+
+
+def unit_place(key: str) -> tuple[int, str] | None:
+    """Return (place, text) of a unit key written by :func:`unit_key`, also once a signal's
+    name prefixes it ("meaning:#3 colour it in"); None for units with no place (bare words)."""
+    found = _PLACED.fullmatch(key)
+    return (int(found.group(1)), found.group(2)) if found else None
+
+
 def vocabulary(described: Mapping[str, str], type_words: Iterable[str]) -> dict[str, set[str]]:
     """Return each symbol's content words (its name and description, type words removed)."""
     types = {w for t in type_words for w in words(t)}

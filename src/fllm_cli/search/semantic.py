@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from fllm_cli.search.relevance import Relevance, same_word, words
+from fllm_cli.search.relevance import Relevance, same_word, unit_key, words
 
 FLOOR = 0.22  # similarity below which a part says nothing about a tool
 MARGIN = 0.06  # a part supports the tools within this of its best one
@@ -131,7 +131,7 @@ def relevance(
             need = min(STANDOUT if weights[i] == 1.0 else WORD_STANDOUT, _reach(len(row)))
             stands_out = len(row) < 3 or sim >= mean + need * spread
             if sim >= FLOOR and sim >= best - MARGIN and stands_out:
-                key = f"#{i} {piece}"
+                key = unit_key(i, piece)
                 matched[symbol][key] = round(weights[i] * (SCALE * (sim - FLOOR) + 0.5), 4)
     scores = {s: sum(m.values()) for s, m in matched.items()}
     return Relevance(scores, 0.0, {s: m for s, m in matched.items() if m}, EXTRA, STEP_COST)

@@ -24,7 +24,7 @@ from typing import Any
 from fllm_cli.errors import UsageError
 from fllm_cli.search.beam import PENALTY
 from fllm_cli.search.proposal import Proposal
-from fllm_cli.search.relevance import Relevance, mentions, score, vocabulary, words
+from fllm_cli.search.relevance import Relevance, mentions, score, unit_place, vocabulary, words
 
 # The types (modalities) a domain's symbols pass between them: name -> (phrase, description).
 Types = Mapping[str, tuple[str, str]]
@@ -136,9 +136,10 @@ def credit(relevance: Relevance, scored: frozenset[str], word: list[str]) -> lis
         evidence = []
         for unit in sorted(units, key=lambda u: (-mine[u], u)):
             signal, _, text = unit.partition(":")
+            placed = unit_place(text)
             evidence.append(
-                {"signal": signal, "text": text.split(" ", 1)[1] if text.startswith("#")
-                 else text, "weight": round(mine[unit], 3)}
+                {"signal": signal, "text": text if placed is None else placed[1],
+                 "weight": round(mine[unit], 3)}
             )  # fmt: skip
         net = relevance.net(value, PENALTY)
         out.append({"tool": symbol, "net": round(net, 3), "evidence": evidence})
