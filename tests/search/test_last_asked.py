@@ -11,20 +11,7 @@ from fllm_cli.domain.model import Domain
 from fllm_cli.search import interface
 from fllm_cli.search.relevance import Relevance, unit_key, unit_place
 from fllm_cli.search.strategy import combine
-
-GARDEN = """\
-fllm: 1
-name: garden
-description: Look after plants.
-modalities:
-  plant: {phrase: plant, description: "a living plant in a pot or bed"}
-  report: {phrase: report, description: "a written note about a plant"}
-tools:
-  - {name: Irrigator, description: supplies water to dry soil, inputs: [plant], output: plant}
-  - {name: Pruner, description: cuts back overgrown branches, inputs: [plant], output: plant}
-  - {name: Inspector, description: writes a health report on a plant, inputs: [plant],
-     output: report}
-"""
+from tests.search.test_meaning import GARDEN  # plants in, plants or a health report out
 
 
 @pytest.fixture

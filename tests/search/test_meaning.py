@@ -202,6 +202,10 @@ def test_explain_says_what_made_each_step_relevant(openagi: str, tmp_path: Path)
     (step,) = doc["why"]["steps"]
     assert step["tool"] == "Sentiment Analysis" and step["evidence"][0]["signal"] == "meaning"
     assert doc["why"]["interface"]["ranked"][0]["inputs"] == ["text"]
+    # The last unit of the request pointing at a tool (a word of its only part) names the output.
+    assert doc["why"]["interface"]["last_asked"] == {
+        "part": "happy", "tool": "Sentiment Analysis", "output": "text",
+    }  # fmt: skip
     # What fllm writes, fllm reads back: the plan with its explanation verifies.
     code, _, err = run_fllm("verify", openagi, str(out))
     assert code == 0, err

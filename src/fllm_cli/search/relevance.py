@@ -167,7 +167,7 @@ class Relevance:
 
 
 def unit_key(place: int, text: str) -> str:
-    """The key of a request unit that keeps its place in the request ("#3 colour it in")."""
+    """The key of a request unit that keeps its place in the request ("#3 chart it")."""
     return f"#{place} {text}"
 
 
@@ -176,7 +176,7 @@ _PLACED = re.compile(r"(?:\w+:)?#(\d+) (.*)", re.DOTALL)
 
 def unit_place(key: str) -> tuple[int, str] | None:
     """Return (place, text) of a unit key written by :func:`unit_key`, also once a signal's
-    name prefixes it ("meaning:#3 colour it in"); None for units with no place (bare words)."""
+    name prefixes it ("meaning:#3 chart it"); None for units with no place (bare words)."""
     found = _PLACED.fullmatch(key)
     return (int(found.group(1)), found.group(2)) if found else None
 
