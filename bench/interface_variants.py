@@ -6,8 +6,9 @@ Only the interface (what a request provides and wants back) is ranked, the way `
 ranks it with the default ``meaning`` strategy and no model, while one weight at a time is
 changed: the fit of each type the request names (``interface.TYPE_FIT``), the bonus for an
 output that is the last type named (``interface.LAST_IS_OUTPUT``), the similarity from which
-a single word names a type (``semantic.TYPE_FLOOR``) and the bonus for an output that the
-request's last pointing part asks for (``interface.LAST_ASKED``). The tools' evidence is
+a single word names a type (``semantic.TYPE_FLOOR``), the bonus for an output that the
+request's last pointing part asks for (``interface.LAST_ASKED``) and the bonus for inputs that
+can feed what its first pointing part asks for (``interface.FIRST_ASKED``). The tools' evidence is
 computed once per request. The figure is interface right / requests with a reference
 interface, per set; the first row is the shipped setting. It says whether a better interface is
 a matter of weights (see docs/benchmarks.md).
@@ -34,6 +35,7 @@ SHIPPED = {
     "LAST_IS_OUTPUT": interface.LAST_IS_OUTPUT,
     "TYPE_FLOOR": semantic.TYPE_FLOOR,
     "LAST_ASKED": interface.LAST_ASKED,
+    "FIRST_ASKED": interface.FIRST_ASKED,
 }
 CHANGES = [
     {},
@@ -47,6 +49,9 @@ CHANGES = [
     {"LAST_ASKED": 0.0},
     {"LAST_ASKED": 0.3},
     {"LAST_ASKED": 1.0},
+    {"FIRST_ASKED": 0.0},
+    {"FIRST_ASKED": 0.5},
+    {"FIRST_ASKED": 1.0},
 ]
 
 
@@ -55,6 +60,7 @@ def _set(values: dict[str, float]) -> None:
     interface.LAST_IS_OUTPUT = values["LAST_IS_OUTPUT"]
     semantic.TYPE_FLOOR = values["TYPE_FLOOR"]
     interface.LAST_ASKED = values["LAST_ASKED"]
+    interface.FIRST_ASKED = values["FIRST_ASKED"]
 
 
 def main() -> None:

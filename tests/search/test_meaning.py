@@ -202,8 +202,13 @@ def test_explain_says_what_made_each_step_relevant(openagi: str, tmp_path: Path)
     (step,) = doc["why"]["steps"]
     assert step["tool"] == "Sentiment Analysis" and step["evidence"][0]["signal"] == "meaning"
     assert doc["why"]["interface"]["ranked"][0]["inputs"] == ["text"]
-    # The last unit of the request pointing at a tool (a word of its only part) names the output.
-    assert doc["why"]["interface"]["last_asked"] == {
+    # The first unit pointing at a tool says what the request brings, the last one (a word of
+    # its only part) what it wants back.
+    reading = doc["why"]["interface"]
+    assert reading["first_asked"] == {
+        "part": "is this review happy or angry", "tool": "Sentiment Analysis", "inputs": ["text"],
+    }  # fmt: skip
+    assert reading["last_asked"] == {
         "part": "happy", "tool": "Sentiment Analysis", "output": "text",
     }  # fmt: skip
     # What fllm writes, fllm reads back: the plan with its explanation verifies.

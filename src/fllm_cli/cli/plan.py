@@ -256,9 +256,12 @@ def _explain(doc: dict[str, Any]) -> None:
                 f"{', '.join(r['inputs'])} -> {r['output']} ({r['score']:+.2f})" for r in ranked
             ]
             line += "; " + " | ".join(shown)
-        asked = reading.get("last_asked")
-        if asked:
-            line += f'; the last part asking for a tool, "{asked["part"]}", wants {asked["output"]}'
+        first, last = reading.get("first_asked"), reading.get("last_asked")
+        if first:
+            needs = ", ".join(first["inputs"])
+            line += f'; the first part asking for a tool, "{first["part"]}", needs {needs}'
+        if last:
+            line += f'; the last part asking for a tool, "{last["part"]}", wants {last["output"]}'
         err.print(plain(line))
     steps = why.get("steps")
     if steps is None:

@@ -136,6 +136,7 @@ def tool_evidence(domain: Domain, text: str, strategy: Strategy) -> Relevance | 
 TYPE_FIT = 0.1  # per type the request names that the interface has, or lacks
 LAST_IS_OUTPUT = 0.15  # the last type named is usually what the request wants back
 LAST_ASKED = 0.5  # the output of the tool the request's last pointing part asks for
+FIRST_ASKED = 0.3  # inputs that can feed the tool the request's first pointing part asks for
 
 
 def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
@@ -153,30 +154,67 @@ def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
     return fit - 0.01 * len(combo)
 
 
-def last_asked(domain: Domain, relevance: Relevance) -> tuple[str, str, str] | None:
-    """Return (part, tool, its output type) for the last part of the request that points at a
-    tool, taking that part's strongest tool; None when no unit carries its place in the request.
-
-    People tend to say what they want back last ("fix the scan, then send me the totals"), so
-    the output type of what the last pointing part asks for is a good guess at the task's output,
-    even when the part is too weak to settle which tool it is. Units keyed without a place (bare
-    shared words, a model's vote) say nothing about order and are not read.
-    """
-    outputs = {t.name: t.output for t in domain.tools}
+def _pointed(relevance: Relevance, tools: frozenset[str], last: bool) -> tuple[str, str] | None:
+    """Return (unit text, tool) for the last (or first) unit of the request that points at one
+    of ``tools``, taking that unit's strongest tool; None when no unit carries its place in
+    the request (bare shared words and a model's vote say nothing about order)."""
     best: tuple[int, float, str, str] | None = None
     for symbol, units in relevance.matched.items():
-        if symbol not in outputs:
+        if symbol not in tools:
             continue
         for key, value in units.items():
             place = unit_place(key)
             if place is None:
                 continue
-            candidate = (place[0], value, symbol, place[1])
+            candidate = (place[0] if last else -place[0], value, symbol, place[1])
             if best is None or candidate[:2] > best[:2]:
                 best = candidate
-    if best is None:
+    return None if best is None else (best[3], best[2])
+
+
+def last_asked(domain: Domain, relevance: Relevance) -> tuple[str, str, str] | None:
+    """Return (part, tool, its output type) for the last part of the request that points at a
+    tool, or None.
+
+    People tend to say what they want back last ("fix the scan, then send me the totals"), so
+    the output type of what the last pointing part asks for is a good guess at the task's output,
+    even when the part is too weak to settle which tool it is.
+    """
+    found = _pointed(relevance, frozenset(t.name for t in domain.tools), last=True)
+    if found is None:
         return None
-    return best[3], best[2], outputs[best[2]]
+    tool = next(t for t in domain.tools if t.name == found[1])
+    return found[0], tool.name, tool.output
+
+
+def first_asked(domain: Domain, relevance: Relevance) -> tuple[str, str, tuple[str, ...]] | None:
+    """Return (part, tool, its input types) for the first part of the request that points at a
+    tool, or None.
+
+    The first thing a request asks for is usually done to what it brings ("merge these two
+    files, then ..."), so an interface that can feed that tool from its own inputs is a good
+    guess, even when the part is too weak to bring the tool into the plan.
+    """
+    found = _pointed(relevance, frozenset(t.name for t in domain.tools), last=False)
+    if found is None:
+        return None
+    tool = next(t for t in domain.tools if t.name == found[1])
+    return found[0], tool.name, tool.inputs
+
+
+def order_fit(
+    combo: tuple[str, ...],
+    output: str,
+    first: tuple[str, str, tuple[str, ...]] | None,
+    last: tuple[str, str, str] | None,
+) -> float:
+    """What the order of the request's parts says for an interface: ``LAST_ASKED`` when its
+    output is what the last pointing part asks for, ``FIRST_ASKED`` when its inputs can feed
+    what the first pointing part asks for (as a multiset: two tables for a tool of two)."""
+    fit = LAST_ASKED if last is not None and output == last[2] else 0.0
+    if first is not None and not Counter(first[2]) - Counter(combo):
+        fit += FIRST_ASKED
+    return fit
 
 
 def usable_tools(domain: Domain, inputs: tuple[str, ...], output: str) -> frozenset[str]:
@@ -267,10 +305,10 @@ def rank_interfaces(
         named = STRATEGIES["words"].read_types(*_texts(domain), text)
     pairs = [(combo, output) for combo, outs in options for output in outs]
     fits = [_named(combo, output, named) for combo, output in pairs]
-    asked = last_asked(domain, relevance)
-    if asked is not None:
-        fits = [fit + (LAST_ASKED if output == asked[2] else 0.0) for fit, (_, output) in
-                zip(fits, pairs)]  # fmt: skip
+    first, last = first_asked(domain, relevance), last_asked(domain, relevance)
+    fits = [
+        fit + order_fit(combo, output, first, last) for fit, (combo, output) in zip(fits, pairs)
+    ]
     if proposal is not None and proposal.inputs is not None and proposal.output is not None:
         wanted = (sorted(proposal.inputs), proposal.output)
         fits = [
@@ -372,11 +410,14 @@ def _by_evidence(
         return _by_questions(domain, text, model, trace, options)
     top = ranked[0][0]
     tied = [r for r in ranked if abs(r[0] - top) < 1e-9]
-    asked = last_asked(domain, relevance)
+    first, last = first_asked(domain, relevance), last_asked(domain, relevance)
     reading.update(
         how="the best plan's evidence" if len(tied) == 1 else "the model, among tied readings",
         types_named=named,
-        last_asked=None if asked is None else dict(zip(("part", "tool", "output"), asked)),
+        first_asked=None
+        if first is None
+        else {"part": first[0], "tool": first[1], "inputs": list(first[2])},
+        last_asked=None if last is None else dict(zip(("part", "tool", "output"), last)),
         ranked=[
             {"inputs": list(combo), "output": output, "score": round(total, 3)}
             for total, combo, output in ranked[:4]

@@ -1,4 +1,5 @@
-"""The output read from what the request's last pointing part asks for (search/interface.py)."""
+"""What the order of a request's parts says about the interface (search/interface.py): the
+output of what the last pointing part asks for, the inputs of what the first one asks for."""
 
 from __future__ import annotations
 
@@ -72,3 +73,45 @@ def test_what_the_last_part_asks_for_tips_the_output(
 
     assert best(0.0) == (("plant",), "plant")  # the weak closing part alone cannot carry it
     assert best(shipped) == (("plant",), "report")
+
+
+NURSERY = """\
+fllm: 1
+name: nursery
+description: Combine and tend plants.
+modalities:
+  plant: {phrase: plant, description: "a living plant"}
+tools:
+  - {name: Grafter, description: joins a cutting onto a rootstock, inputs: [plant, plant],
+     output: plant}
+  - {name: Irrigator, description: supplies water to dry soil, inputs: [plant], output: plant}
+"""
+
+
+def test_what_the_first_part_asks_for_tips_the_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = tmp_path / "nursery.yaml"
+    spec.write_text(NURSERY)
+    nursery = load_domain(spec)
+    # The opening part points weakly at the two-plant Grafter; watering is clearly asked for.
+    rel = _evidence(
+        {
+            "Grafter": {unit_key(0, "put these two together"): 0.8},
+            "Irrigator": {unit_key(1, "then water it"): 1.5},
+        }
+    )
+    first = interface.first_asked(nursery, rel)
+    assert first == ("put these two together", "Grafter", ("plant", "plant"))
+    # Inputs fit as a multiset: one plant cannot feed a tool of two.
+    assert interface.order_fit(("plant", "plant"), "plant", first, None) == interface.FIRST_ASKED
+    assert interface.order_fit(("plant",), "plant", first, None) == 0.0
+    options = interface.feasible_interfaces(nursery)
+    shipped = interface.FIRST_ASKED
+
+    def best(weight: float) -> tuple[str, ...]:
+        monkeypatch.setattr(interface, "FIRST_ASKED", weight)
+        return interface.rank_interfaces(nursery, "request", options, rel, named=[])[0][1]
+
+    assert best(0.0) == ("plant",)  # the weak opening part alone cannot bring a second plant
+    assert best(shipped) == ("plant", "plant")
