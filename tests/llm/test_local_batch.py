@@ -128,6 +128,11 @@ def test_scoring_leaves_the_cache_as_the_prompt_alone(engine: local.Engine) -> N
     assert abs(kept - fresh).max() < 0.1
 
 
+def _apart(engine: local.Engine, prompt: list[int], texts: tuple[str, ...]) -> list[float]:
+    """The texts' scores after ``prompt``, scored on their own (no priors in the batch)."""
+    return engine.score_sequences(prompt, [engine.reply_tokens(t) for t in texts])
+
+
 def _choice(
     engine: local.Engine, question: str, n: int
 ) -> tuple[list[int], list[int], tuple[str, ...]]:
@@ -147,7 +152,7 @@ def test_texts_and_new_priors_in_one_batch_score_as_apart(
     neutral, prompt, texts = _choice(engine, "Which step turns a photo into a sentence?", 5)
     engine.forget_neutral()
     apart_priors = engine.priors(neutral, texts)
-    apart = engine.score_sequences(prompt, [engine.reply_tokens(t) for t in texts])
+    apart = _apart(engine, prompt, texts)
     engine.prior_memo.clear()  # every prior is new again: they ride in the texts' batch
     engine.prime(engine.tokenize("something else entirely"))  # the prompt is read again too
     batches: list[int] = []
@@ -177,7 +182,7 @@ def test_texts_and_priors_that_do_not_fit_one_batch_are_scored_apart(
     monkeypatch.setattr(local_engine, "SEQUENCES", 6)  # 4 texts + 4 priors > 6 - 2 sequences
     given, priors = engine.text_scores_and_priors(prompt, neutral, texts)
     _same(priors, expected)
-    _same(given, engine.score_sequences(prompt, [engine.reply_tokens(t) for t in texts]))
+    _same(given, _apart(engine, prompt, texts))
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from typing import Any
 
 from fllm_cli.automaton.lookahead import GrammarLookahead
 from fllm_cli.automaton.pda import PDA, Config, pda_from_grammar
-from fllm_cli.domain.model import Domain, Task
+from fllm_cli.domain.model import Domain, Task, Tool
 from fllm_cli.domain.templates import DEFAULT_TEMPLATES
 from fllm_cli.errors import NoPlanError
 from fllm_cli.grammar.compile import parse_inputs, tool_grammar
@@ -154,19 +154,20 @@ def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
     return fit - 0.01 * len(combo)
 
 
-def _pointed(relevance: Relevance, tools: frozenset[str], last: bool) -> tuple[str, str] | None:
-    """Return (unit text, tool) for the last (or first) unit of the request that points at one
-    of ``tools``, taking that unit's strongest tool; None when no unit carries its place in
-    the request (bare shared words and a model's vote say nothing about order)."""
-    best: tuple[int, float, str, str] | None = None
+def _pointed(domain: Domain, relevance: Relevance, last: bool) -> tuple[str, Tool] | None:
+    """Return (unit text, tool) for the last (or first) unit of the request that points at a
+    tool of ``domain``, taking that unit's strongest tool; None when no unit carries its place
+    in the request (bare shared words and a model's vote say nothing about order)."""
+    best: tuple[int, float, Tool, str] | None = None
     for symbol, units in relevance.matched.items():
-        if symbol not in tools:
+        tool = domain.tool(symbol)
+        if tool is None:
             continue
         for key, value in units.items():
             place = unit_place(key)
             if place is None:
                 continue
-            candidate = (place[0] if last else -place[0], value, symbol, place[1])
+            candidate = (place[0] if last else -place[0], value, tool, place[1])
             if best is None or candidate[:2] > best[:2]:
                 best = candidate
     return None if best is None else (best[3], best[2])
@@ -180,11 +181,8 @@ def last_asked(domain: Domain, relevance: Relevance) -> tuple[str, str, str] | N
     the output type of what the last pointing part asks for is a good guess at the task's output,
     even when the part is too weak to settle which tool it is.
     """
-    found = _pointed(relevance, frozenset(t.name for t in domain.tools), last=True)
-    if found is None:
-        return None
-    tool = next(t for t in domain.tools if t.name == found[1])
-    return found[0], tool.name, tool.output
+    found = _pointed(domain, relevance, last=True)
+    return None if found is None else (found[0], found[1].name, found[1].output)
 
 
 def first_asked(domain: Domain, relevance: Relevance) -> tuple[str, str, tuple[str, ...]] | None:
@@ -195,18 +193,24 @@ def first_asked(domain: Domain, relevance: Relevance) -> tuple[str, str, tuple[s
     files, then ..."), so an interface that can feed that tool from its own inputs is a good
     guess, even when the part is too weak to bring the tool into the plan.
     """
-    found = _pointed(relevance, frozenset(t.name for t in domain.tools), last=False)
-    if found is None:
-        return None
-    tool = next(t for t in domain.tools if t.name == found[1])
-    return found[0], tool.name, tool.inputs
+    found = _pointed(domain, relevance, last=False)
+    return None if found is None else (found[0], found[1].name, found[1].inputs)
+
+
+First = tuple[str, str, tuple[str, ...]]  # what first_asked returns
+Last = tuple[str, str, str]  # what last_asked returns
+
+
+def part_order(domain: Domain, relevance: Relevance) -> tuple[First | None, Last | None]:
+    """What the first and the last pointing parts of the request ask for (see above)."""
+    return first_asked(domain, relevance), last_asked(domain, relevance)
 
 
 def order_fit(
     combo: tuple[str, ...],
     output: str,
-    first: tuple[str, str, tuple[str, ...]] | None,
-    last: tuple[str, str, str] | None,
+    first: First | None,
+    last: Last | None,
 ) -> float:
     """What the order of the request's parts says for an interface: ``LAST_ASKED`` when its
     output is what the last pointing part asks for, ``FIRST_ASKED`` when its inputs can feed
@@ -292,10 +296,12 @@ def rank_interfaces(
     compiled: Compiled | None = None,
     proposal: Proposal | None = None,
     named: list[str] | None = None,
+    asked: tuple[First | None, Last | None] | None = None,
 ) -> list[tuple[float, tuple[str, ...], str]]:
     """Score feasible (inputs, output) pairs by their best plan's evidence and the types named.
 
-    ``relevance`` is the request's scores of the tools. Pairs are
+    ``relevance`` is the request's scores of the tools; ``asked`` what its first and last
+    pointing parts ask for (:func:`part_order`, worked out here when not given). Pairs are
     searched most promising first, and a pair that cannot reach the best score found so far
     (its types' fit plus all the evidence the text holds) is left out: the first entry and every
     entry tied with it are exact, which is what choosing an interface needs.
@@ -305,7 +311,7 @@ def rank_interfaces(
         named = STRATEGIES["words"].read_types(*_texts(domain), text)
     pairs = [(combo, output) for combo, outs in options for output in outs]
     fits = [_named(combo, output, named) for combo, output in pairs]
-    first, last = first_asked(domain, relevance), last_asked(domain, relevance)
+    first, last = part_order(domain, relevance) if asked is None else asked
     fits = [
         fit + order_fit(combo, output, first, last) for fit, (combo, output) in zip(fits, pairs)
     ]
@@ -404,13 +410,15 @@ def _by_evidence(
     strategy: Strategy,
 ) -> tuple[list[str], str, list[ChoiceResult]]:
     named = strategy.read_types(*_texts(domain), text)
-    ranked = rank_interfaces(domain, text, options, relevance, compiled, strategy.proposal, named)
+    first, last = asked = part_order(domain, relevance)
+    ranked = rank_interfaces(
+        domain, text, options, relevance, compiled, strategy.proposal, named, asked
+    )
     if not ranked:  # no beam reached a complete plan (very long ones): ask, as the paper does
         reading["how"] = "asked the model"
         return _by_questions(domain, text, model, trace, options)
     top = ranked[0][0]
     tied = [r for r in ranked if abs(r[0] - top) < 1e-9]
-    first, last = first_asked(domain, relevance), last_asked(domain, relevance)
     reading.update(
         how="the best plan's evidence" if len(tied) == 1 else "the model, among tied readings",
         types_named=named,
