@@ -31,6 +31,7 @@ WORD_WEIGHT = 0.5  # a single word's evidence against a whole part's
 MIN_WORD = 3  # letters of a word worth embedding alone
 PART_TYPE_MARGIN = 0.05  # a part closer to a type than to its best tool by this says no tool
 WORD_STANDOUT = 2.0  # a word must stand out further than a part: single words match loosely
+LEAD = 0.5  # a part's extra worth per standard deviation (of its row) its best tool leads by
 
 # Where a request splits into parts: punctuation, and coordinating words standing alone (not
 # inside "black-and-white").
@@ -80,6 +81,17 @@ def _reach(n: int) -> float:
     return 0.7 * math.sqrt(max(n - 1, 0))
 
 
+def _lead(sim: float, top_two: list[float], spread: float) -> float:
+    """By how many standard deviations of its row ``sim`` stands above the row's next value,
+    when it is the row's best (else 0). A part whose best tool is far ahead of every other
+    clearly asks for that tool, even when the similarity itself is modest ("in Italian" and
+    Machine Translation); measured in the row's spread, it reads the same on any encoder's
+    scale."""
+    if len(top_two) < 2 or sim < top_two[0] or spread <= 0.0:
+        return 0.0
+    return (sim - top_two[1]) / spread
+
+
 def tool_texts(described: Mapping[str, str]) -> dict[str, str]:
     """The text embedded for each symbol: its name and what it does."""
     return {name: f"{name}: {text}" if text else name for name, text in described.items()}
@@ -124,6 +136,7 @@ def relevance(
         ):
             continue  # a type word, or a part that only says what data there is
         mean, spread = float(row.mean()), float(row.std())
+        top_two = sorted((float(v) for v in row), reverse=True)[:2]
         for j, symbol in enumerate(symbols):
             sim = float(row[j])
             # Among n values none lies more than sqrt(n - 1) deviations above the mean: small
@@ -131,8 +144,10 @@ def relevance(
             need = min(STANDOUT if weights[i] == 1.0 else WORD_STANDOUT, _reach(len(row)))
             stands_out = len(row) < 3 or sim >= mean + need * spread
             if sim >= FLOOR and sim >= best - MARGIN and stands_out:
-                key = unit_key(i, piece)
-                matched[symbol][key] = round(weights[i] * (SCALE * (sim - FLOOR) + 0.5), 4)
+                value = weights[i] * (SCALE * (sim - FLOOR) + 0.5)
+                if weights[i] == 1.0:  # a whole part: how clearly it picks this tool
+                    value += LEAD * _lead(sim, top_two, spread)
+                matched[symbol][unit_key(i, piece)] = round(value, 4)
     scores = {s: sum(m.values()) for s, m in matched.items()}
     return Relevance(scores, 0.0, {s: m for s, m in matched.items() if m}, EXTRA, STEP_COST)
 
