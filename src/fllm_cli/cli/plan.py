@@ -262,6 +262,9 @@ def _explain(doc: dict[str, Any]) -> None:
             line += f'; the first part asking for a tool, "{first["part"]}", needs {needs}'
         if last:
             line += f'; the last part asking for a tool, "{last["part"]}", wants {last["output"]}'
+        for key, role in (("only_given", "an input"), ("only_wanted", "the output")):
+            for name in reading.get(key) or []:
+                line += f"; {name} is named and can only be {role}"
         err.print(plain(line))
     steps = why.get("steps")
     if steps is None:

@@ -137,6 +137,7 @@ TYPE_FIT = 0.1  # per type the request names that the interface has, or lacks
 LAST_IS_OUTPUT = 0.15  # the last type named is usually what the request wants back
 LAST_ASKED = 0.5  # the output of the tool the request's last pointing part asks for
 FIRST_ASKED = 0.3  # inputs that can feed the tool the request's first pointing part asks for
+ROLE_FIT = 1.0  # a type named that only a task can give, not an input; or only want, not the output
 
 
 def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
@@ -152,6 +153,29 @@ def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
     if len(named) >= 2:
         fit += LAST_IS_OUTPUT if named[-1] == output else -LAST_IS_OUTPUT
     return fit - 0.01 * len(combo)
+
+
+Roles = tuple[frozenset[str], frozenset[str]]  # what type_roles returns
+
+
+def type_roles(domain: Domain) -> Roles:
+    """Return (the types only a task can give, the types only a task can want back): no tool
+    makes the first (a scanned page comes from a scanner), no tool reads the second (a chart is
+    only looked at). Their roles are fixed by the domain, so naming one says where it goes."""
+    names = {m.name for m in domain.modalities}
+    made = {t.output for t in domain.tools}
+    read = {m for t in domain.tools for m in t.inputs}
+    return frozenset(names - made), frozenset(names - read)
+
+
+def role_fit(combo: tuple[str, ...], output: str, named: list[str], roles: Roles) -> float:
+    """``-ROLE_FIT`` for each type named whose only role the interface does not give it: a type
+    no tool makes that is not among the inputs, a type no tool reads that is not the output.
+    Worth a step: the plan cannot hold such a type anywhere else."""
+    given_only, wanted_only = roles
+    said = set(named)
+    misplaced = ((said & given_only) - set(combo)) | ((said & wanted_only) - {output})
+    return -ROLE_FIT * len(misplaced)
 
 
 def _pointed(domain: Domain, relevance: Relevance, last: bool) -> tuple[str, Tool] | None:
@@ -310,7 +334,11 @@ def rank_interfaces(
     if named is None:  # the types named by their own words, as the words strategy reads them
         named = STRATEGIES["words"].read_types(*_texts(domain), text)
     pairs = [(combo, output) for combo, outs in options for output in outs]
-    fits = [_named(combo, output, named) for combo, output in pairs]
+    roles = type_roles(domain)
+    fits = [
+        _named(combo, output, named) + role_fit(combo, output, named, roles)
+        for combo, output in pairs
+    ]
     first, last = part_order(domain, relevance) if asked is None else asked
     fits = [
         fit + order_fit(combo, output, first, last) for fit, (combo, output) in zip(fits, pairs)
@@ -419,9 +447,12 @@ def _by_evidence(
         return _by_questions(domain, text, model, trace, options)
     top = ranked[0][0]
     tied = [r for r in ranked if abs(r[0] - top) < 1e-9]
+    given_only, wanted_only = type_roles(domain)
     reading.update(
         how="the best plan's evidence" if len(tied) == 1 else "the model, among tied readings",
         types_named=named,
+        only_given=sorted(given_only & set(named)),
+        only_wanted=sorted(wanted_only & set(named)),
         first_asked=None
         if first is None
         else {"part": first[0], "tool": first[1], "inputs": list(first[2])},
