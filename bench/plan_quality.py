@@ -52,8 +52,9 @@ def request_sets() -> dict[str, tuple[Path, list[dict]]]:
     for row in train:
         row.setdefault("inputs", {"image": "image"} if "image" in row["task"] else {})
     sets["openagi-train"] = (OPENAGI, train)
-    if (HELDOUT / "openagi_everyday.jsonl").exists():
-        sets["openagi-everyday"] = (OPENAGI, _lines(HELDOUT / "openagi_everyday.jsonl"))
+    for path in sorted(HELDOUT.glob("openagi_*.jsonl")):  # openagi_everyday -> openagi-everyday
+        name = path.stem.replace("_", "-")
+        sets[name] = (OPENAGI, _lines(path))
     for path in sorted(HELDOUT.glob("*_requests.jsonl")):
         name = path.name.removesuffix("_requests.jsonl")
         sets[name] = (HELDOUT / "domains" / f"{name}.yaml", _lines(path))

@@ -1,0 +1,41 @@
+"""Every reference plan of the held-out planning sets (bench/heldout) is a valid plan for its
+request's interface, so plan-quality figures are measured against plans fllm accepts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fllm_cli import api
+
+ROOT = Path(__file__).resolve().parents[1]
+HELDOUT = ROOT / "bench" / "heldout"
+
+
+def _sets() -> list[tuple[Path, Path]]:
+    found = [(p, ROOT / "domains" / "openagi.yaml") for p in HELDOUT.glob("openagi_*.jsonl")]
+    for path in HELDOUT.glob("*_requests.jsonl"):
+        found.append(
+            (path, HELDOUT / "domains" / f"{path.name.removesuffix('_requests.jsonl')}.yaml")
+        )
+    return sorted(found)
+
+
+def test_the_held_out_sets_are_there() -> None:
+    names = {path.name for path, _ in _sets()}
+    assert {"openagi_everyday.jsonl", "audio_production_requests.jsonl"} <= names
+    assert len(names) >= 6
+
+
+@pytest.mark.parametrize(("requests", "domain"), _sets(), ids=lambda p: Path(p).stem)
+def test_every_reference_plan_is_valid(requests: Path, domain: Path) -> None:
+    rows = [json.loads(line) for line in requests.read_text().splitlines() if line.strip()]
+    assert rows
+    for row in rows:
+        inputs = [f"{name}={kind}" for name, kind in row["inputs"].items()]
+        _, verdict = api.verify_plan(domain, row["plan"], inputs=inputs, output=row["output"])
+        assert verdict.valid, (row["id"], verdict)
+        used = {w.removeprefix("input:") for w in row["plan"] if w.startswith("input:")}
+        assert used == set(row["inputs"]), row["id"]  # every provided input is read
