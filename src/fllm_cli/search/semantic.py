@@ -30,6 +30,7 @@ STEP_COST = 1.0  # what each step costs against its evidence (see Relevance.cost
 WORD_WEIGHT = 0.5  # a single word's evidence against a whole part's
 MIN_WORD = 3  # letters of a word worth embedding alone
 PART_TYPE_MARGIN = 0.05  # a part closer to a type than to its best tool by this says no tool
+WORD_TYPE_MARGIN = 0.10  # a word must be nearer its best tool than every type by this
 WORD_STANDOUT = 2.0  # a word must stand out further than a part: single words match loosely
 LEAD = 0.5  # a part's extra worth per standard deviation (of its row) its best tool leads by
 
@@ -120,7 +121,10 @@ def relevance(
 
     ``types`` are the texts of the data types the symbols pass along ("table: a spreadsheet or
     table of rows and columns"). A single word closer to a type than to any tool names what
-    flows ("spreadsheet"), not what to do with it, and is no evidence for a tool.
+    flows ("spreadsheet"), not what to do with it, and is no evidence for a tool; so is a word
+    that is not clearly (``WORD_TYPE_MARGIN``) nearer its tool than every type: "voice" in "this
+    voice memo" is nearer reading aloud than a recording, but only just, and it names the
+    recording.
     """
     found, symbols, sims, type_best = similarities(encoder, described, task, types)
     pieces = [u for u, _ in found]
@@ -132,7 +136,7 @@ def relevance(
             continue
         best = float(row.max())
         if type_best is not None and float(type_best[i]) >= best + (
-            0.0 if weights[i] != 1.0 else PART_TYPE_MARGIN
+            -WORD_TYPE_MARGIN if weights[i] != 1.0 else PART_TYPE_MARGIN
         ):
             continue  # a type word, or a part that only says what data there is
         mean, spread = float(row.mean()), float(row.std())
