@@ -137,7 +137,7 @@ TYPE_FIT = 0.1  # per type the request names that the interface has, or lacks
 LAST_IS_OUTPUT = 0.15  # the last type named is usually what the request wants back
 LAST_ASKED = 0.5  # the output of the tool the request's last pointing part asks for
 FIRST_ASKED = 0.3  # inputs that can feed the tool the request's first pointing part asks for
-ROLE_FIT = 1.0  # a type named that only a task can give, not an input; or only want, not the output
+ROLE_FIT = 1.0  # per type named out of its only role (see role_fit)
 
 
 def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
