@@ -321,11 +321,13 @@ def rank_interfaces(
     proposal: Proposal | None = None,
     named: list[str] | None = None,
     asked: tuple[First | None, Last | None] | None = None,
+    roles: Roles | None = None,
 ) -> list[tuple[float, tuple[str, ...], str]]:
     """Score feasible (inputs, output) pairs by their best plan's evidence and the types named.
 
     ``relevance`` is the request's scores of the tools; ``asked`` what its first and last
-    pointing parts ask for (:func:`part_order`, worked out here when not given). Pairs are
+    pointing parts ask for (:func:`part_order`) and ``roles`` the domain's fixed-role types
+    (:func:`type_roles`), each worked out here when not given. Pairs are
     searched most promising first, and a pair that cannot reach the best score found so far
     (its types' fit plus all the evidence the text holds) is left out: the first entry and every
     entry tied with it are exact, which is what choosing an interface needs.
@@ -334,7 +336,7 @@ def rank_interfaces(
     if named is None:  # the types named by their own words, as the words strategy reads them
         named = STRATEGIES["words"].read_types(*_texts(domain), text)
     pairs = [(combo, output) for combo, outs in options for output in outs]
-    roles = type_roles(domain)
+    roles = type_roles(domain) if roles is None else roles
     fits = [
         _named(combo, output, named) + role_fit(combo, output, named, roles)
         for combo, output in pairs
@@ -439,15 +441,15 @@ def _by_evidence(
 ) -> tuple[list[str], str, list[ChoiceResult]]:
     named = strategy.read_types(*_texts(domain), text)
     first, last = asked = part_order(domain, relevance)
+    given_only, wanted_only = roles = type_roles(domain)
     ranked = rank_interfaces(
-        domain, text, options, relevance, compiled, strategy.proposal, named, asked
+        domain, text, options, relevance, compiled, strategy.proposal, named, asked, roles
     )
     if not ranked:  # no beam reached a complete plan (very long ones): ask, as the paper does
         reading["how"] = "asked the model"
         return _by_questions(domain, text, model, trace, options)
     top = ranked[0][0]
     tied = [r for r in ranked if abs(r[0] - top) < 1e-9]
-    given_only, wanted_only = type_roles(domain)
     reading.update(
         how="the best plan's evidence" if len(tied) == 1 else "the model, among tied readings",
         types_named=named,
