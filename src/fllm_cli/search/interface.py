@@ -121,6 +121,40 @@ def feasible_interfaces(
 _FEASIBLE: dict[str, list[tuple[tuple[str, ...], list[str]]]] = {}
 
 
+def settled_interfaces(
+    domain: Domain,
+    options: list[tuple[tuple[str, ...], list[str]]],
+    compiled: Compiled | None = None,
+) -> list[tuple[tuple[str, ...], list[str]]]:
+    """Return ``options`` without the interfaces that have no plan after all.
+
+    :func:`feasible_interfaces` keeps an interface its small look-ahead budget could not decide
+    (two texts for a domain with one text tool, say). Before a model is asked to choose among
+    them, those are decided with the full budget (a fraction of a second, once per domain per
+    process), so the model is never offered a reading that then fails to plan. An interface still
+    undecided stays offered."""
+    key = repr((domain.modalities, domain.tools, domain.task, domain.limits))
+    known = _SETTLED.get(key)
+    if known is None:
+        known = []
+        for combo, outs in options:
+            kept = []
+            for output in outs:
+                pda, lookahead = _compile(domain, combo, output, compiled)
+                full = lookahead if lookahead.word_exists() else GrammarLookahead(pda)
+                if full.word_exists() or full.exhausted_last:
+                    kept.append(output)
+            if kept:
+                known.append((combo, kept))
+        if len(_SETTLED) >= 64:
+            _SETTLED.clear()
+        _SETTLED[key] = known
+    return [(combo, list(outs)) for combo, outs in known]
+
+
+_SETTLED: dict[str, list[tuple[tuple[str, ...], list[str]]]] = {}
+
+
 def _texts(domain: Domain) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
     """The tools' descriptions and the types' (phrase, description), as strategies read them."""
     described = {t.name: t.description for t in domain.tools}
@@ -488,6 +522,7 @@ def _by_questions(
 ) -> tuple[list[str], str, list[ChoiceResult]]:
     results: list[ChoiceResult] = []
     meter = RunMeter.wrap(model).fork(records=trace)
+    options = settled_interfaces(domain, options) or options
 
     def ask(question: str, choices: list[str], chosen: list[str]) -> int:
         if len(choices) == 1:
