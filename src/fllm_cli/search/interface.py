@@ -88,6 +88,12 @@ def _exists(lookahead: GrammarLookahead) -> bool:
     return lookahead.word_exists() or lookahead.exhausted_last
 
 
+def _domain_key(domain: Domain) -> str:
+    """What the interfaces of a domain depend on, as a cache key (its prompts and name do not
+    count)."""
+    return repr((domain.modalities, domain.tools, domain.task, domain.limits))
+
+
 def feasible_interfaces(
     domain: Domain, compiled: Compiled | None = None
 ) -> list[tuple[tuple[str, ...], list[str]]]:
@@ -102,7 +108,7 @@ def feasible_interfaces(
     most = iface.max_inputs if iface and iface.max_inputs else 2
     # Which interfaces have plans depends on the domain alone: a process planning many requests
     # (the bench, a library user) works it out once per domain.
-    key = repr((domain.modalities, domain.tools, domain.task, domain.limits))
+    key = _domain_key(domain)
     known = _FEASIBLE.get(key)
     if known is not None:
         return [(combo, list(outs)) for combo, outs in known]
@@ -133,7 +139,7 @@ def settled_interfaces(
     them, those are decided with the full budget (a fraction of a second, once per domain per
     process), so the model is never offered a reading that then fails to plan. An interface still
     undecided stays offered."""
-    key = repr((domain.modalities, domain.tools, domain.task, domain.limits))
+    key = _domain_key(domain)
     known = _SETTLED.get(key)
     if known is None:
         known = []
