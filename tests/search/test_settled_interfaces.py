@@ -59,7 +59,7 @@ def test_the_cheap_pass_offers_what_it_cannot_decide_and_settling_drops_it(undec
     domain = load_domain(undecided)
     offered = interface.feasible_interfaces(domain)
     assert ("plant", "plant") in [combo for combo, _ in offered]
-    settled = interface.settled_interfaces(domain, offered)
+    settled = interface.settled_interfaces(domain)
     assert ("plant", "plant") not in [combo for combo, _ in settled]
     assert settled == [(("plant",), ["plant", "report"])]
 

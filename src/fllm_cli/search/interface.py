@@ -88,15 +88,26 @@ def _exists(lookahead: GrammarLookahead) -> bool:
     return lookahead.word_exists() or lookahead.exhausted_last
 
 
-def _domain_key(domain: Domain) -> str:
-    """What the interfaces of a domain depend on, as a cache key (its prompts and name do not
-    count)."""
-    return repr((domain.modalities, domain.tools, domain.task, domain.limits))
+Interfaces = list[tuple[tuple[str, ...], list[str]]]  # (input modalities, outputs) pairs
 
 
-def feasible_interfaces(
-    domain: Domain, compiled: Compiled | None = None
-) -> list[tuple[tuple[str, ...], list[str]]]:
+def _per_domain(
+    store: dict[str, Interfaces], domain: Domain, work: Callable[[], Interfaces]
+) -> Interfaces:
+    """``work()``'s interfaces, kept in ``store`` per domain: which interfaces have plans depends
+    on the domain alone (its types, tools, task and limits; not its prompts or name), so a process
+    planning many requests (the bench, a library user) works it out once per domain."""
+    key = repr((domain.modalities, domain.tools, domain.task, domain.limits))
+    known = store.get(key)
+    if known is None:
+        known = work()
+        if len(store) >= 64:
+            store.clear()
+        store[key] = known
+    return [(combo, list(outs)) for combo, outs in known]
+
+
+def feasible_interfaces(domain: Domain, compiled: Compiled | None = None) -> Interfaces:
     """Return (input modalities, feasible outputs) for every allowed input combination.
 
     ``compiled``, when given, keeps each automaton built on the way for :func:`rank_interfaces`.
@@ -106,59 +117,49 @@ def feasible_interfaces(
     ins = iface.inputs if iface and iface.inputs else names
     outs = iface.outputs if iface and iface.outputs else names
     most = iface.max_inputs if iface and iface.max_inputs else 2
-    # Which interfaces have plans depends on the domain alone: a process planning many requests
-    # (the bench, a library user) works it out once per domain.
-    key = _domain_key(domain)
-    known = _FEASIBLE.get(key)
-    if known is not None:
-        return [(combo, list(outs)) for combo, outs in known]
-    found = []
-    for size in range(1, most + 1):
-        for combo in combinations_with_replacement(ins, size):
-            ok = [o for o in outs if _exists(_compile(domain, combo, o, compiled)[1])]
-            if ok:
-                found.append((combo, ok))
-    if len(_FEASIBLE) >= 64:
-        _FEASIBLE.clear()
-    _FEASIBLE[key] = [(combo, list(outs)) for combo, outs in found]
-    return found
+
+    def work() -> Interfaces:
+        found = []
+        for size in range(1, most + 1):
+            for combo in combinations_with_replacement(ins, size):
+                ok = [o for o in outs if _exists(_compile(domain, combo, o, compiled)[1])]
+                if ok:
+                    found.append((combo, ok))
+        return found
+
+    return _per_domain(_FEASIBLE, domain, work)
 
 
-_FEASIBLE: dict[str, list[tuple[tuple[str, ...], list[str]]]] = {}
+_FEASIBLE: dict[str, Interfaces] = {}
 
 
-def settled_interfaces(
-    domain: Domain,
-    options: list[tuple[tuple[str, ...], list[str]]],
-    compiled: Compiled | None = None,
-) -> list[tuple[tuple[str, ...], list[str]]]:
-    """Return ``options`` without the interfaces that have no plan after all.
+def settled_interfaces(domain: Domain, compiled: Compiled | None = None) -> Interfaces:
+    """Return the feasible interfaces without those that have no plan after all.
 
     :func:`feasible_interfaces` keeps an interface its small look-ahead budget could not decide
     (two texts for a domain with one text tool, say). Before a model is asked to choose among
     them, those are decided with the full budget (a fraction of a second, once per domain per
     process), so the model is never offered a reading that then fails to plan. An interface still
     undecided stays offered."""
-    key = _domain_key(domain)
-    known = _SETTLED.get(key)
-    if known is None:
-        known = []
-        for combo, outs in options:
-            kept = []
-            for output in outs:
-                pda, lookahead = _compile(domain, combo, output, compiled)
-                full = lookahead if lookahead.word_exists() else GrammarLookahead(pda)
-                if full.word_exists() or full.exhausted_last:
-                    kept.append(output)
-            if kept:
-                known.append((combo, kept))
-        if len(_SETTLED) >= 64:
-            _SETTLED.clear()
-        _SETTLED[key] = known
-    return [(combo, list(outs)) for combo, outs in known]
+
+    def decided(combo: tuple[str, ...], output: str) -> bool:
+        pda, lookahead = _compile(domain, combo, output, compiled)
+        if lookahead.word_exists():
+            return True
+        full = GrammarLookahead(pda)  # the full node budget
+        return full.word_exists() or full.exhausted_last
+
+    def work() -> Interfaces:
+        kept = [
+            (combo, [o for o in outs if decided(combo, o)])
+            for combo, outs in feasible_interfaces(domain, compiled)
+        ]
+        return [(combo, outs) for combo, outs in kept if outs]
+
+    return _per_domain(_SETTLED, domain, work)
 
 
-_SETTLED: dict[str, list[tuple[tuple[str, ...], list[str]]]] = {}
+_SETTLED: dict[str, Interfaces] = {}
 
 
 def _texts(domain: Domain) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
@@ -377,13 +378,12 @@ def rank_interfaces(
         named = STRATEGIES["words"].read_types(*_texts(domain), text)
     pairs = [(combo, output) for combo, outs in options for output in outs]
     roles = type_roles(domain) if roles is None else roles
-    fits = [
-        _named(combo, output, named) + role_fit(combo, output, named, roles)
-        for combo, output in pairs
-    ]
     first, last = part_order(domain, relevance) if asked is None else asked
     fits = [
-        fit + order_fit(combo, output, first, last) for fit, (combo, output) in zip(fits, pairs)
+        _named(combo, output, named)
+        + role_fit(combo, output, named, roles)
+        + order_fit(combo, output, first, last)
+        for combo, output in pairs
     ]
     if proposal is not None and proposal.inputs is not None and proposal.output is not None:
         wanted = (sorted(proposal.inputs), proposal.output)
@@ -455,7 +455,7 @@ def infer_interface(
             domain, text, model, trace, options, relevance, compiled, reading, strategy
         )
     reading["how"] = "asked the model"
-    return _by_questions(domain, text, model, trace, options)
+    return _by_questions(domain, text, model, trace, options, compiled)
 
 
 def _prompt(domain: Domain, text: str, question: str, choices: list[str], chosen: list[str]) -> str:
@@ -487,7 +487,7 @@ def _by_evidence(
     )
     if not ranked:  # no beam reached a complete plan (very long ones): ask, as the paper does
         reading["how"] = "asked the model"
-        return _by_questions(domain, text, model, trace, options)
+        return _by_questions(domain, text, model, trace, options, compiled)
     top = ranked[0][0]
     tied = [r for r in ranked if abs(r[0] - top) < 1e-9]
     reading.update(
@@ -524,11 +524,12 @@ def _by_questions(
     text: str,
     model: Model,
     trace: list[dict[str, Any]],
-    options: list[tuple[tuple[str, ...], list[str]]],
+    options: Interfaces,
+    compiled: Compiled | None = None,
 ) -> tuple[list[str], str, list[ChoiceResult]]:
     results: list[ChoiceResult] = []
     meter = RunMeter.wrap(model).fork(records=trace)
-    options = settled_interfaces(domain, options) or options
+    options = settled_interfaces(domain, compiled) or options
 
     def ask(question: str, choices: list[str], chosen: list[str]) -> int:
         if len(choices) == 1:
