@@ -13,8 +13,8 @@ from fllm_cli.domain.model import Domain
 from fllm_cli.meaning import encoder
 from fllm_cli.search import interface
 from fllm_cli.search.relevance import Relevance
-from fllm_cli.search.strategy import combine
 from tests.conftest import run_fllm
+from tests.search.test_part_order import _evidence  # meaning-like evidence, a step costs 1.0
 
 # A darkroom of our own: films come only from a camera, posters are only hung on a wall.
 DARKROOM = """\
@@ -55,11 +55,6 @@ def test_a_type_named_out_of_its_role_costs_a_step() -> None:
     assert fit(("print",), "print", ["poster"], roles) == -interface.ROLE_FIT
     assert fit(("print",), "print", ["film", "film", "poster"], roles) == -2 * interface.ROLE_FIT
     assert fit(("print",), "print", ["print"], roles) == 0.0  # a print can be either
-
-
-def _evidence(units: dict[str, dict[str, float]]) -> Relevance:
-    rel = Relevance({s: sum(u.values()) for s, u in units.items()}, 0.0, units, 0.25, 1.0)
-    return combine([("meaning", rel, 1.0)])
 
 
 def _best(domain: Domain, rel: Relevance, named: list[str]) -> tuple[tuple[str, ...], str]:
