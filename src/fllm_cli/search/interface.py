@@ -311,43 +311,99 @@ def usable_tools(domain: Domain, inputs: tuple[str, ...], output: str) -> frozen
 
 
 SELF_PAIR = 1.5  # cost of a tool that takes the same task input in two slots of one type
+ROUND_TRIP = 1.0  # cost of a tool that turns data back into a type the plan had left
+
+
+Node = tuple[str, tuple["Node", ...]]  # a plan symbol and the subplans of its inputs
+
+
+def plan_tree(domain: Domain, word: list[str]) -> Node | None:
+    """Parse a tool plan in prefix order into its tree; None when it is not one of
+    ``domain``'s tool plans (a symbol short of its inputs, or words left over)."""
+    arity = {t.name: len(t.inputs) for t in domain.tools}
+
+    def parse(i: int) -> tuple[Node, int]:
+        symbol = word[i]
+        children: list[Node] = []
+        nxt = i + 1
+        for _ in range(arity.get(symbol, 0)):
+            child, nxt = parse(nxt)
+            children.append(child)
+        return (symbol, tuple(children)), nxt
+
+    try:
+        tree, end = parse(0)
+    except (IndexError, RecursionError):
+        return None
+    return tree if end == len(word) else None
 
 
 def self_pairs(domain: Domain, word: list[str]) -> int:
     """Count the tools of a plan (prefix order) that get the same task input in two slots of
     the same type: diffing, merging or joining a thing with itself. A request that wants such a
     tool almost always brings two things; the interface with two inputs should win."""
-    arity = {t.name: t.inputs for t in domain.tools}
+    tree = plan_tree(domain, word)
+    slots = {t.name: t.inputs for t in domain.tools}
     count = 0
 
-    def walk(i: int) -> tuple[int, frozenset[str]]:
+    def leaves(node: Node) -> frozenset[str]:
         nonlocal count
-        symbol = word[i]
-        if symbol not in arity:
-            return i + 1, frozenset({symbol})
-        nxt = i + 1
+        symbol, children = node
+        if symbol not in slots:
+            return frozenset({symbol})
         seen_by_type: dict[str, set[str]] = {}
-        leaves: set[str] = set()
+        mine: set[str] = set()
         clash = False
-        for modality in arity[symbol]:
-            nxt, mine = walk(nxt)
+        for modality, child in zip(slots[symbol], children):
+            below = leaves(child)
             earlier = seen_by_type.setdefault(modality, set())
-            clash = clash or bool(earlier & mine)
-            earlier |= mine
-            leaves |= mine
+            clash = clash or bool(earlier & below)
+            earlier |= below
+            mine |= below
         count += clash
-        return nxt, frozenset(leaves)
+        return frozenset(mine)
 
-    try:
-        walk(0)
-    except (IndexError, RecursionError):  # not a tool plan of this domain: nothing to judge
-        return 0
+    if tree is not None:
+        leaves(tree)
+    return count
+
+
+def round_trips(domain: Domain, word: list[str]) -> int:
+    """Count the tools of a plan (prefix order) whose output type the plan had already made
+    further up and then left for another type: summary text turned into code and explained
+    back into text. Such a detour collects evidence from weak parts of a request ("regexes"
+    read as a log) far more often than a request asks for it. The task's inputs are not
+    counted: turning log lines into a table and describing the table in text is a plan, not a
+    detour."""
+    tree = plan_tree(domain, word)
+    output = {t.name: t.output for t in domain.tools}
+    count = 0
+
+    def walk(node: Node, above: tuple[str, ...]) -> None:
+        nonlocal count
+        symbol, children = node
+        made = output.get(symbol)
+        if made is None:
+            return
+        if above and made != above[-1]:
+            count += made in above
+            above = (*above, made)
+        elif not above:
+            above = (made,)
+        for child in children:
+            walk(child, above)
+
+    if tree is not None:
+        walk(tree, ())
     return count
 
 
 def plan_shape_cost(domain: Domain) -> Callable[[list[str]], float]:
-    """The beam's judge for tool plans: ``SELF_PAIR`` per tool fed the same input twice."""
-    return lambda word: SELF_PAIR * self_pairs(domain, word)
+    """The beam's judge for tool plans: ``SELF_PAIR`` per tool fed the same input twice,
+    ``ROUND_TRIP`` per tool that makes a type its plan had already left."""
+    return lambda word: (
+        SELF_PAIR * self_pairs(domain, word) + ROUND_TRIP * round_trips(domain, word)
+    )
 
 
 MODEL_READING = 2.0  # the interface a capable model proposed is preferred by this much

@@ -1,0 +1,64 @@
+"""A plan that turns data back into a type it had already left is a detour (ROUND_TRIP)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fllm_cli import api
+from fllm_cli.domain.load import load_domain
+from fllm_cli.llm.simple import RandomModel
+from fllm_cli.meaning import encoder
+from fllm_cli.search import interface
+from fllm_cli.search.interface import plan_shape_cost, plan_tree, round_trips
+
+
+def test_a_tool_that_makes_a_type_the_plan_had_left_is_counted(openagi: str) -> None:
+    domain = load_domain(openagi)
+    # text (caption) <- image (painting) <- text (summary): the summary's text is made again
+    detour = ["Image Captioning", "Text to Image Generation", "Text Summarization", "input:t"]
+    assert round_trips(domain, detour) == 1
+    # the same type twice in a row is a chain of fixes, not a detour
+    assert round_trips(domain, ["Text Summarization", "Machine Translation", "input:t"]) == 0
+    # back to the task input's type: describe a photo, then paint from the description
+    assert round_trips(domain, ["Text to Image Generation", "Image Captioning", "input:i"]) == 0
+    # each branch of a two-input tool keeps its own path
+    vqa = ["Visual Question Answering", "Colorization", "input:i",
+           "Text Summarization", "Image Captioning", "Text to Image Generation",
+           "Text Generation", "input:t"]  # fmt: skip
+    assert round_trips(domain, vqa) == 1  # the text made under the painting
+    assert plan_shape_cost(domain)(detour) == pytest.approx(interface.ROUND_TRIP)
+
+
+def test_plan_tree_rejects_what_is_not_a_plan(openagi: str) -> None:
+    domain = load_domain(openagi)
+    assert plan_tree(domain, ["Image Captioning", "input:i"]) == (
+        "Image Captioning",
+        (("input:i", ()),),
+    )
+    assert plan_tree(domain, ["Visual Question Answering", "input:i"]) is None  # one short
+    assert plan_tree(domain, ["Image Captioning", "input:i", "input:j"]) is None  # one over
+    assert round_trips(domain, ["Visual Question Answering", "input:i"]) == 0
+
+
+needs_encoder = pytest.mark.skipif(not encoder.available(), reason="the encoder is not installed")
+
+
+@needs_encoder
+def test_a_weak_part_no_longer_buys_a_detour(openagi: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the cost, "describe this photo" also brings a question-answering step whose
+    question is a second input, and the plan ends in text; with it, the request's two steps."""
+    request = (
+        "Let's play telephone with pictures: describe this photo in a sentence, then paint a "
+        "brand-new picture from that sentence alone."
+    )
+
+    def plan() -> tuple[set[str], list[str], str]:
+        doc = api.plan_task(openagi, request, RandomModel(1)).document
+        tools = {w for w in doc["word"] if not w.startswith("input:")}
+        return tools, sorted(dict(doc["inputs"]).values()), doc["output"]
+
+    assert plan() == ({"Image Captioning", "Text to Image Generation"}, ["image"], "image")
+    monkeypatch.setattr(interface, "ROUND_TRIP", 0.0)
+    tools, inputs, output = plan()
+    assert (tools, inputs, output) != ({"Image Captioning", "Text to Image Generation"},
+                                       ["image"], "image")  # fmt: skip
