@@ -4,9 +4,12 @@
     .venv/bin/python bench/plan_quality.py --model random:1 --search words
     .venv/bin/python bench/plan_quality.py --set openagi-everyday --search greedy
     .venv/bin/python bench/plan_quality.py --interfaces            # + OpenAGI's 185 tasks
+    .venv/bin/python bench/plan_quality.py --given-interface       # as with --input/--output
 
 Each request is planned with ``api.plan_task`` and no ``--input/--output`` (as a user types
-``fllm plan DOMAIN "REQUEST"``), so both the interface and the plan are read from the request.
+``fllm plan DOMAIN "REQUEST"``), so both the interface and the plan are read from the request;
+``--given-interface`` passes the reference's inputs and output instead, so only the tools are
+read (the interface is then right by construction).
 
 * tool-set F1 compares the set of tools in the plan with the reference plan's;
 * the interface is right when the plan's input modalities (as a multiset) and its output
@@ -74,12 +77,20 @@ def reference_tools(row: dict) -> set[str]:
     return {w for w in row["plan"] if not w.startswith("input:")}
 
 
-def measure(domain: Path, rows: list[dict], model: object, search: str, quiet: bool) -> dict:
+def measure(
+    domain: Path, rows: list[dict], model: object, search: str, quiet: bool, given: bool = False
+) -> dict:
+    """Plan every row and score it; ``given`` passes the reference's inputs and output, as a
+    user does with ``--input/--output``, so only the tools are read from the request."""
     scores, right, seconds, calls, checked = [], 0, [], [], 0
     for row in rows:
         start = time.perf_counter()
+        told: dict[str, object] = {}
+        if given and row.get("output"):
+            told = {"inputs": [f"{k}={v}" for k, v in row["inputs"].items()],
+                    "output": row["output"]}  # fmt: skip
         try:
-            result = api.plan_task(str(domain), row["task"], model, search=search)  # type: ignore[arg-type]
+            result = api.plan_task(str(domain), row["task"], model, search=search, **told)  # type: ignore[arg-type]
             doc = result.document
         except FllmError as exc:
             doc = {"word": [], "inputs": {}, "output": None, "stats": {"llm_calls": 0}}
@@ -119,14 +130,21 @@ def main() -> None:
     parser.add_argument("--set", action="append", help="only these sets (repeatable)")
     parser.add_argument("--interfaces", action="store_true", help="also OpenAGI's 185 tasks")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument(
+        "--given-interface",
+        action="store_true",
+        help="pass each reference's inputs and output (as --input/--output): tools only",
+    )
     args = parser.parse_args()
     model = make_model(args.model, None)
     report: dict[str, object] = {"model": args.model, "search": args.search}
+    if args.given_interface:
+        report["given_interface"] = True
     for name, (domain, rows) in request_sets().items():
         if args.set and name not in args.set:
             continue
         print(f"{name} ({len(rows)} requests)", file=sys.stderr, flush=True)
-        report[name] = measure(domain, rows, model, args.search, args.quiet)
+        report[name] = measure(domain, rows, model, args.search, args.quiet, args.given_interface)
         print(f"  -> {report[name]}", file=sys.stderr, flush=True)
     if args.interfaces:
         right, tasks = 0, _lines(DATA / "openagi_tasks.jsonl")
@@ -138,7 +156,9 @@ def main() -> None:
     print(json.dumps(report, indent=2))
     path = ROOT / "bench" / "plan_quality_results.json"
     old = json.loads(path.read_text()) if path.exists() else {}
-    old[f"{args.model}|{args.search}"] = report
+    old[f"{args.model}|{args.search}" + ("|given-interface" if args.given_interface else "")] = (
+        report
+    )
     path.write_text(json.dumps(old, indent=2) + "\n")
 
 
