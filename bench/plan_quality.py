@@ -82,13 +82,14 @@ def measure(
 ) -> dict:
     """Plan every row and score it; ``given`` passes the reference's inputs and output, as a
     user does with ``--input/--output``, so only the tools are read from the request."""
-    scores, right, seconds, calls, checked = [], 0, [], [], 0
+    scores, right, seconds, calls, checked, told_rows = [], 0, [], [], 0, 0
     for row in rows:
         start = time.perf_counter()
         told: dict[str, object] = {}
         if given and row.get("output"):
             told = {"inputs": [f"{k}={v}" for k, v in row["inputs"].items()],
                     "output": row["output"]}  # fmt: skip
+            told_rows += 1
         try:
             result = api.plan_task(str(domain), row["task"], model, search=search, **told)  # type: ignore[arg-type]
             doc = result.document
@@ -115,6 +116,8 @@ def measure(
         "interface_right": round(right / checked, 3) if checked else None,
         "seconds_per_plan_median": round(statistics.median(seconds), 3),
         "llm_calls_per_plan": round(statistics.mean(calls), 2),
+        # with --given-interface: the rows that had one to give (the rest read it themselves)
+        **({"interface_given": told_rows} if given else {}),
     }
 
 

@@ -30,7 +30,8 @@ class ToolCompiled(GrammarCompiled):
         return None if found is None else (found, frozenset(t.name for t in self.domain.tools))
 
     def plan_judge(self) -> Callable[[list[str]], float]:
-        """A tool fed the same input in two slots of one type costs (search/interface.py)."""
+        """What a plan's shape costs: a tool fed the same input in two slots of one type, a
+        tool that makes a type its plan had already left (search/interface.py)."""
         return plan_shape_cost(self.domain)
 
     def no_plan(self) -> tuple[str, str | None]:

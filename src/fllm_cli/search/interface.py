@@ -7,7 +7,7 @@ exists are offered, so the answer can always be planned for.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from itertools import combinations_with_replacement
 from typing import Any
@@ -317,10 +317,14 @@ ROUND_TRIP = 1.0  # cost of a tool that turns data back into a type the plan had
 Node = tuple[str, tuple["Node", ...]]  # a plan symbol and the subplans of its inputs
 
 
-def plan_tree(domain: Domain, word: list[str]) -> Node | None:
+def _arity(domain: Domain) -> dict[str, int]:
+    return {t.name: len(t.inputs) for t in domain.tools}
+
+
+def plan_tree(domain: Domain, word: list[str], arity: dict[str, int] | None = None) -> Node | None:
     """Parse a tool plan in prefix order into its tree; None when it is not one of
     ``domain``'s tool plans (a symbol short of its inputs, or words left over)."""
-    arity = {t.name: len(t.inputs) for t in domain.tools}
+    arity = _arity(domain) if arity is None else arity
 
     def parse(i: int) -> tuple[Node, int]:
         symbol = word[i]
@@ -338,12 +342,7 @@ def plan_tree(domain: Domain, word: list[str]) -> Node | None:
     return tree if end == len(word) else None
 
 
-def self_pairs(domain: Domain, word: list[str]) -> int:
-    """Count the tools of a plan (prefix order) that get the same task input in two slots of
-    the same type: diffing, merging or joining a thing with itself. A request that wants such a
-    tool almost always brings two things; the interface with two inputs should win."""
-    tree = plan_tree(domain, word)
-    slots = {t.name: t.inputs for t in domain.tools}
+def _self_pairs(tree: Node, slots: Mapping[str, tuple[str, ...]]) -> int:
     count = 0
 
     def leaves(node: Node) -> frozenset[str]:
@@ -363,8 +362,36 @@ def self_pairs(domain: Domain, word: list[str]) -> int:
         count += clash
         return frozenset(mine)
 
-    if tree is not None:
-        leaves(tree)
+    leaves(tree)
+    return count
+
+
+def self_pairs(domain: Domain, word: list[str]) -> int:
+    """Count the tools of a plan (prefix order) that get the same task input in two slots of
+    the same type: diffing, merging or joining a thing with itself. A request that wants such a
+    tool almost always brings two things; the interface with two inputs should win."""
+    tree = plan_tree(domain, word)
+    return 0 if tree is None else _self_pairs(tree, {t.name: t.inputs for t in domain.tools})
+
+
+def _round_trips(tree: Node, output: Mapping[str, str]) -> int:
+    count = 0
+
+    def walk(node: Node, above: tuple[str, ...]) -> None:
+        nonlocal count
+        symbol, children = node
+        made = output.get(symbol)
+        if made is None:  # a task input: coming back to its type is no detour
+            return
+        if not above:
+            above = (made,)
+        elif made != above[-1]:
+            count += made in above
+            above = (*above, made)
+        for child in children:
+            walk(child, above)
+
+    walk(tree, ())
     return count
 
 
@@ -376,34 +403,25 @@ def round_trips(domain: Domain, word: list[str]) -> int:
     counted: turning log lines into a table and describing the table in text is a plan, not a
     detour."""
     tree = plan_tree(domain, word)
-    output = {t.name: t.output for t in domain.tools}
-    count = 0
-
-    def walk(node: Node, above: tuple[str, ...]) -> None:
-        nonlocal count
-        symbol, children = node
-        made = output.get(symbol)
-        if made is None:
-            return
-        if above and made != above[-1]:
-            count += made in above
-            above = (*above, made)
-        elif not above:
-            above = (made,)
-        for child in children:
-            walk(child, above)
-
-    if tree is not None:
-        walk(tree, ())
-    return count
+    return 0 if tree is None else _round_trips(tree, {t.name: t.output for t in domain.tools})
 
 
 def plan_shape_cost(domain: Domain) -> Callable[[list[str]], float]:
     """The beam's judge for tool plans: ``SELF_PAIR`` per tool fed the same input twice,
-    ``ROUND_TRIP`` per tool that makes a type its plan had already left."""
-    return lambda word: (
-        SELF_PAIR * self_pairs(domain, word) + ROUND_TRIP * round_trips(domain, word)
-    )
+    ``ROUND_TRIP`` per tool that makes a type its plan had already left. The beam keeps one
+    order of the same tools (search/beam.py), so of two orders of one tool set that differ only
+    in a round trip, the judge may see only the worse."""
+    arity = _arity(domain)
+    slots = {t.name: t.inputs for t in domain.tools}
+    output = {t.name: t.output for t in domain.tools}
+
+    def judge(word: list[str]) -> float:
+        tree = plan_tree(domain, word, arity)
+        if tree is None:
+            return 0.0
+        return SELF_PAIR * _self_pairs(tree, slots) + ROUND_TRIP * _round_trips(tree, output)
+
+    return judge
 
 
 MODEL_READING = 2.0  # the interface a capable model proposed is preferred by this much
