@@ -385,3 +385,21 @@ def test_a_plan_of_unread_replies_is_not_presented_as_the_models(
     assert code == 0
     stats = json.loads(stdout)["stats"]
     assert stats["unread_replies"] == 1 and stats["choices_asked"] >= 4
+
+
+@pytest.mark.slow
+def test_an_interface_read_from_the_request_is_said_on_stderr(openagi: str) -> None:
+    """What the plan takes and gives is what new wording most often gets wrong: when fllm read
+    it from the request, a human format says so (and which flags fix it) on standard error."""
+    request = "Tell me in a sentence what is in this photo."
+    code, out, err = run_fllm("plan", openagi, request, "--model", "random:1")
+    assert code == 0, err
+    said = " ".join(err.split())
+    assert "Read as: image -> text" in said and "--input and --output" in said
+    assert "Read as" not in out  # the plan on standard output stays as it was
+    given = ["-i", "image", "--output", "text", "--model", "random:1"]
+    code, _, err = run_fllm("plan", openagi, request, *given)
+    assert code == 0 and "Read as" not in err  # told, nothing to say
+    for extra in (["--format", "json"], ["--quiet"]):
+        code, out, err = run_fllm("plan", openagi, request, "--model", "random:1", *extra)
+        assert code == 0 and "Read as" not in err + out

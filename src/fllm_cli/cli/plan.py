@@ -215,6 +215,8 @@ def plan(
     _emit(doc, result, fmt, out_file, quiet)
     if explain and not quiet:
         _explain(doc)
+    elif not quiet and fmt in ("rich", "text"):
+        _say_interface(doc)
     if outcome is not None:
         _report_run(outcome, fmt, quiet)
 
@@ -240,6 +242,21 @@ def _report_run(outcome: Any, fmt: str, quiet: bool) -> None:
         stdout_console().print(Text.assemble(("Result", "bold"), ": ", plain(value)))
     if not outcome.ok:
         raise IncompleteRun(outcome.message)
+
+
+def _say_interface(doc: dict[str, Any]) -> None:
+    """Say on standard error what the plan takes and gives when fllm read that from the
+    request: it is what a new wording most often gets wrong, and the flags fix it."""
+    how = ((doc.get("why") or {}).get("interface") or {}).get("how")
+    if not how or how == "given":
+        return
+    given = dict(doc.get("inputs") or {})
+    takes = ", ".join(n if n == m else f"{n} ({m})" for n, m in given.items()) or "no input"
+    line = (
+        f"Read as: {takes} -> {doc.get('output')} ({how}); "
+        "if that is not what you meant, give --input and --output"
+    )
+    stderr_console().print(plain(line, style="dim"), highlight=False)
 
 
 def _explain(doc: dict[str, Any]) -> None:
