@@ -317,20 +317,24 @@ ROUND_TRIP = 1.0  # cost of a tool that turns data back into a type the plan had
 Node = tuple[str, tuple["Node", ...]]  # a plan symbol and the subplans of its inputs
 
 
-def _arity(domain: Domain) -> dict[str, int]:
-    return {t.name: len(t.inputs) for t in domain.tools}
+Slots = Mapping[str, tuple[str, ...]]  # each tool's input types, in order
 
 
-def plan_tree(domain: Domain, word: list[str], arity: dict[str, int] | None = None) -> Node | None:
+def _slots(domain: Domain) -> dict[str, tuple[str, ...]]:
+    return {t.name: t.inputs for t in domain.tools}
+
+
+def plan_tree(domain: Domain, word: list[str], slots: Slots | None = None) -> Node | None:
     """Parse a tool plan in prefix order into its tree; None when it is not one of
-    ``domain``'s tool plans (a symbol short of its inputs, or words left over)."""
-    arity = _arity(domain) if arity is None else arity
+    ``domain``'s tool plans (a symbol short of its inputs, or words left over). The planner's
+    own tree (plan/model.py) is a derivation above this layer; the beam's judge needs only this."""
+    slots = _slots(domain) if slots is None else slots
 
     def parse(i: int) -> tuple[Node, int]:
         symbol = word[i]
         children: list[Node] = []
         nxt = i + 1
-        for _ in range(arity.get(symbol, 0)):
+        for _ in slots.get(symbol, ()):
             child, nxt = parse(nxt)
             children.append(child)
         return (symbol, tuple(children)), nxt
@@ -342,7 +346,7 @@ def plan_tree(domain: Domain, word: list[str], arity: dict[str, int] | None = No
     return tree if end == len(word) else None
 
 
-def _self_pairs(tree: Node, slots: Mapping[str, tuple[str, ...]]) -> int:
+def _self_pairs(tree: Node, slots: Slots) -> int:
     count = 0
 
     def leaves(node: Node) -> frozenset[str]:
@@ -370,8 +374,9 @@ def self_pairs(domain: Domain, word: list[str]) -> int:
     """Count the tools of a plan (prefix order) that get the same task input in two slots of
     the same type: diffing, merging or joining a thing with itself. A request that wants such a
     tool almost always brings two things; the interface with two inputs should win."""
-    tree = plan_tree(domain, word)
-    return 0 if tree is None else _self_pairs(tree, {t.name: t.inputs for t in domain.tools})
+    slots = _slots(domain)
+    tree = plan_tree(domain, word, slots)
+    return 0 if tree is None else _self_pairs(tree, slots)
 
 
 def _round_trips(tree: Node, output: Mapping[str, str]) -> int:
@@ -411,12 +416,11 @@ def plan_shape_cost(domain: Domain) -> Callable[[list[str]], float]:
     ``ROUND_TRIP`` per tool that makes a type its plan had already left. The beam keeps one
     order of the same tools (search/beam.py), so of two orders of one tool set that differ only
     in a round trip, the judge may see only the worse."""
-    arity = _arity(domain)
-    slots = {t.name: t.inputs for t in domain.tools}
+    slots = _slots(domain)
     output = {t.name: t.output for t in domain.tools}
 
     def judge(word: list[str]) -> float:
-        tree = plan_tree(domain, word, arity)
+        tree = plan_tree(domain, word, slots)
         if tree is None:
             return 0.0
         return SELF_PAIR * _self_pairs(tree, slots) + ROUND_TRIP * _round_trips(tree, output)
