@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fllm_cli.search import interface
 from tests.conftest import InProc, run_fllm
 
 TASK = "Given noisy grayscale image, how to return the caption in German step by step?"
@@ -403,3 +404,28 @@ def test_an_interface_read_from_the_request_is_said_on_stderr(openagi: str) -> N
     for extra in (["--format", "json"], ["--quiet"]):
         code, out, err = run_fllm("plan", openagi, request, "--model", "random:1", *extra)
         assert code == 0 and "Read as" not in err + out
+
+
+@pytest.mark.slow
+def test_a_close_runner_up_reading_is_said_and_kept_in_the_plan(openagi: str) -> None:
+    """When another reading of the request scores within interface.CLOSE of the chosen one, the
+    plan JSON names it and the stderr line says the reading is unsure, with the alternative."""
+    request = "Make a picture from my prompt, then answer my question about it: is it raining?"
+    code, out, _ = run_fllm("plan", openagi, request, "--model", "random:1", "-f", "json")
+    assert code == 0
+    reading = json.loads(out)["why"]["interface"]
+    close = reading["close"]
+    assert (close["inputs"], close["output"]) == (["text", "text"], "text")
+    assert 0 <= close["behind"] <= interface.CLOSE
+    top = reading["ranked"][0]["score"]
+    assert any(
+        (r["inputs"], r["output"]) == (close["inputs"], close["output"])
+        and abs(top - r["score"] - close["behind"]) < 2e-3
+        for r in reading["ranked"][1:]
+    )
+    code, _, err = run_fllm("plan", openagi, request, "--model", "random:1")
+    assert code == 0
+    assert "unsure, text, text -> text scores close behind" in " ".join(err.split())
+    clear = "Tell me in a sentence what is in this photo."  # one reading well ahead
+    code, out, err = run_fllm("plan", openagi, clear, "--model", "random:1", "-f", "json")
+    assert code == 0 and "close" not in json.loads(out)["why"]["interface"]

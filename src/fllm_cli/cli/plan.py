@@ -247,11 +247,16 @@ def _report_run(outcome: Any, fmt: str, quiet: bool) -> None:
 def _say_interface(doc: dict[str, Any]) -> None:
     """Say on standard error what the plan takes and gives when fllm read that from the
     request: it is what a new wording most often gets wrong, and the flags fix it."""
-    how = ((doc.get("why") or {}).get("interface") or {}).get("how")
+    reading = (doc.get("why") or {}).get("interface") or {}
+    how = reading.get("how")
     if not how or how == "given":
         return
     given = dict(doc.get("inputs") or {})
     takes = ", ".join(n if n == m else f"{n} ({m})" for n, m in given.items()) or "no input"
+    close = reading.get("close")
+    if close:  # a near tie: the reading is unsure, and the user should know the alternative
+        other = f"{', '.join(close['inputs']) or 'no input'} -> {close['output']}"
+        how = f"{how}; unsure, {other} scores close behind"
     line = (
         f"Read as: {takes} -> {doc.get('output')} ({how}); "
         "if that is not what you meant, give --input and --output"
