@@ -72,6 +72,8 @@ def main() -> None:
                 domain, row["task"], options, relevance, compiled, None, named
             )
             top = [(score, sorted(combo), output) for score, combo, output in ranked[:TOP]]
+            if not top:  # no reading reached a plan: counted as wrong
+                continue
             request = engine.tokenize(row["task"] + '"', special=False)
             logp = [
                 engine.score_sequences(

@@ -12,6 +12,7 @@ when the first right-rate is well below the second.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -30,6 +31,7 @@ def _key(inputs: list[str], output: str) -> tuple[list[str], str]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
     model = make_model("local", None)
     totals = [0, 0, 0, 0, 0]
     heads = ("n", 4), ("flagged", 8), ("right|flag", 11), ("right|not", 10), ("2nd right", 10)

@@ -413,9 +413,15 @@ def test_a_close_runner_up_reading_is_said_and_kept_in_the_plan(openagi: str) ->
     request = "Make a picture from my prompt, then answer my question about it: is it raining?"
     code, out, _ = run_fllm("plan", openagi, request, "--model", "random:1", "-f", "json")
     assert code == 0
-    reading = json.loads(out)["why"]["interface"]
+    doc = json.loads(out)
+    reading = doc["why"]["interface"]
     close = reading["close"]
-    assert (close["inputs"], close["output"]) == (["text", "text"], "text")
+    # The two readings are a hair apart: either may come first, but they are these two.
+    chosen = (sorted(doc["inputs"].values()), doc["output"])
+    assert {str(chosen), str((close["inputs"], close["output"]))} == {
+        str((["text"], "text")),
+        str((["text", "text"], "text")),
+    }
     assert 0 <= close["behind"] <= interface.CLOSE
     top = reading["ranked"][0]["score"]
     assert any(
@@ -425,7 +431,8 @@ def test_a_close_runner_up_reading_is_said_and_kept_in_the_plan(openagi: str) ->
     )
     code, _, err = run_fllm("plan", openagi, request, "--model", "random:1")
     assert code == 0
-    assert "unsure, text, text -> text scores close behind" in " ".join(err.split())
+    other = f"{', '.join(close['inputs'])} -> {close['output']}"
+    assert f"unsure, {other} scores close behind" in " ".join(err.split())
     clear = "Tell me in a sentence what is in this photo."  # one reading well ahead
     code, out, err = run_fllm("plan", openagi, clear, "--model", "random:1", "-f", "json")
     assert code == 0 and "close" not in json.loads(out)["why"]["interface"]

@@ -44,8 +44,6 @@ def test_with_slack_every_reading_that_close_is_scored_exactly(text: str) -> Non
     second = interface.rank_interfaces(domain, text, _without(options, combo, output), relevance)
     if second and second[0][0] >= top - slack:
         assert ranked[1][0] == pytest.approx(second[0][0])
-    for total, _, _ in ranked:  # entries within the slack are exact, so none is above the top
-        assert total <= top + 1e-9
 
 
 def test_a_close_second_is_noted_with_how_far_behind_it_is() -> None:

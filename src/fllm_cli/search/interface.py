@@ -452,8 +452,10 @@ def rank_interfaces(
     searched most promising first, and a pair that cannot reach the best score found so far
     (its types' fit plus all the evidence the text holds) is left out: the first entry and every
     entry tied with it are exact, which is what choosing an interface needs. With ``slack``,
-    every entry within ``slack`` of the first is exact too (so is the runner-up, when it is that
-    close), at the cost of searching the pairs that could reach it.
+    a second pass then makes the best entry after them exact too when it is within ``slack`` of
+    the first (entries below it may not be): it searches the pairs left that could come that
+    close, and once a runner-up is found, only those that could beat it. The first pass is the
+    same with or without it, so the slack never changes the first entries.
     """
     tools = frozenset(t.name for t in domain.tools)
     if named is None:  # the types named by their own words, as the words strategy reads them
@@ -478,37 +480,50 @@ def rank_interfaces(
         for (combo, output), fit in zip(pairs, fits)
     ]
     order = sorted(range(len(pairs)), key=lambda i: (-bounds[i], -fits[i]))
-    found: list[tuple[float, int]] = []
-    top = float("-inf")
     judge = plan_shape_cost(domain)
     strict = domain.limits.use_every_input
-    for i in order:
+
+    def reach(i: int, bar: float) -> float | None:
+        """Pair i's best total when it reaches ``bar``, else None."""
         (combo, output), fit = pairs[i], fits[i]
-        if bounds[i] < top - slack - 1e-9:
-            continue
+        if bounds[i] < bar - 1e-9:
+            return None
 
         def best(lenient: bool) -> list[tuple[float, Config, tuple[str, ...]]]:
-            pda, lookahead = _compile(domain, combo, output, compiled, lenient)  # noqa: B023
+            pda, lookahead = _compile(domain, combo, output, compiled, lenient)
             return BeamSearch(
                 pda, lookahead, relevance, tools, width=INTERFACE_WIDTH,
                 judge=None if lenient else judge,  # the lenient pass is a bound: no costs
-                floor=top - slack - fit - 1e-9,  # noqa: B023
+                floor=bar - fit - 1e-9,
             ).candidates()  # fmt: skip
 
         if strict and len(combo) > 1:
             # The lenient automaton's plans include the strict one's, and its look-ahead is
-            # cheap: when even its best plan cannot reach the top, the strict search is skipped.
+            # cheap: when even its best plan cannot reach the bar, the strict search is skipped.
             loose = best(lenient=True)
-            if not loose or loose[0][0] + fit < top - slack - 1e-9:
-                continue
+            if not loose or loose[0][0] + fit < bar - 1e-9:
+                return None
         plans = best(lenient=False)
-        if not plans:
-            continue
-        total = plans[0][0] + fit
-        top = max(top, total)
-        found.append((total, i))
-    found.sort(key=lambda f: (-f[0], f[1]))  # ties keep the domain's order
-    return [(total, *pairs[i]) for total, i in found]
+        return plans[0][0] + fit if plans else None
+
+    found: dict[int, float] = {}
+    top = float("-inf")
+    for i in order:
+        total = reach(i, top)
+        if total is not None:
+            found[i] = total
+            top = max(top, total)
+    if slack:  # the runner-up within the slack, searched for once the top is known
+        second = max((t for t in found.values() if t < top - 1e-9), default=float("-inf"))
+        for i in order:
+            if i in found:
+                continue  # scored already (its best plan reached the bar of its time)
+            total = reach(i, max(top - slack, second))
+            if total is not None:
+                found[i] = total
+                second = max(second, total)
+    ranked = sorted(found.items(), key=lambda f: (-f[1], f[0]))  # ties keep the domain's order
+    return [(total, *pairs[i]) for i, total in ranked]
 
 
 def infer_interface(
