@@ -40,6 +40,7 @@ from fllm_cli.grammar.cfg import INF, Grammar
 ANY_TOOL = "@tool"
 WORD_CELLS = 200_000  # word cells whose read inputs are remembered (then forgotten at once)
 MAX_PENDING = 256  # pending symbols past which a look-ahead query gives up (proves nothing)
+MEMO_KEPT = 100_000  # proven states a look-ahead kept between requests may hold (see release)
 
 State = tuple[tuple[str, ...], tuple[int, ...], int, frozenset[str]]
 # Uses per limited terminal, tool steps, costly pending nonterminals, free ones (see _fold).
@@ -124,6 +125,21 @@ class GrammarLookahead(DeadEndCheck):
         self.order = {
             n: sorted(idx, key=lambda i: self._prod_cost(i)) for n, idx in g.by_lhs.items()
         }
+
+    def release(self) -> None:
+        """Let go of the stacks and words of past searches, keeping what holds for any search.
+
+        The prefix and word caches keep references to the configurations they have seen, which
+        is right within one search and a leak across many: a look-ahead kept for later requests
+        is released first. The distances and orders stay, and so does the memo of states (only
+        what a search proved goes in it, never a budget running out) until it holds
+        ``MEMO_KEPT`` states. The squeezed budget of a search that ran out starts over.
+        """
+        self._prefixes.clear()
+        self._words.clear()
+        self.squeezed = None
+        if len(self.memo) > MEMO_KEPT:
+            self.memo.clear()
 
     def _distance_to(self, terminal: str) -> dict[str, int]:
         """Expansions needed from each nonterminal to a form containing ``terminal``.

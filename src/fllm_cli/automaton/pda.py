@@ -422,6 +422,10 @@ class PrefixCache:
         self.folds = 0  # symbols folded in all (a measure of the work done)
         self._seen: dict[int, tuple[Stack, object]] = {}
 
+    def clear(self) -> None:
+        """Drop every node kept (and so the stacks they hold alive)."""
+        self._seen.clear()
+
     def summary(self, stack: Stack) -> object:
         """Return the summary of the whole stack."""
         seen = self._seen

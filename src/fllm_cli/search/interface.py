@@ -6,6 +6,7 @@ exists are offered, so the answer can always be planned for.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -91,13 +92,19 @@ def _exists(lookahead: GrammarLookahead) -> bool:
 Interfaces = list[tuple[tuple[str, ...], list[str]]]  # (input modalities, outputs) pairs
 
 
+def _domain_key(domain: Domain) -> str:
+    """What an interface's automaton depends on: the domain's types, tools, task and limits, with
+    the places in its file they were read from (not its prompts or name)."""
+    return repr((domain.modalities, domain.tools, domain.task, domain.limits))
+
+
 def _per_domain(
     store: dict[str, Interfaces], domain: Domain, work: Callable[[], Interfaces]
 ) -> Interfaces:
     """``work()``'s interfaces, kept in ``store`` per domain: which interfaces have plans depends
-    on the domain alone (its types, tools, task and limits; not its prompts or name), so a process
-    planning many requests (the bench, a library user) works it out once per domain."""
-    key = repr((domain.modalities, domain.tools, domain.task, domain.limits))
+    on the domain alone, so a process planning many requests (the bench, a library user) works it
+    out once per domain."""
+    key = _domain_key(domain)
     known = store.get(key)
     if known is None:
         known = work()
@@ -131,6 +138,30 @@ def feasible_interfaces(domain: Domain, compiled: Compiled | None = None) -> Int
 
 
 _FEASIBLE: dict[str, Interfaces] = {}
+_BUILT = threading.local()  # per thread: a look-ahead keeps search state while it is queried
+BUILT_DOMAINS = 2  # domains whose automata a thread keeps (about 30-60 MB each, mostly memo)
+
+
+def compiled_for(domain: Domain) -> Compiled:
+    """The interface automata this thread has built for ``domain``, kept across requests.
+
+    Building them is most of what reading an interface costs in a 14-tool domain, and they
+    depend on the domain alone, so a process that plans many requests (a library loop, the
+    bench) builds them once. Each thread keeps its own, since a look-ahead is not safe to query
+    from two threads at once.
+    """
+    store: dict[str, Compiled] | None = getattr(_BUILT, "store", None)
+    if store is None:
+        store = _BUILT.store = {}
+    key = _domain_key(domain)
+    built = store.get(key)
+    if built is None:
+        while len(store) >= BUILT_DOMAINS:
+            store.pop(next(iter(store)))  # the domain planned least recently
+        built = store[key] = {}
+    else:
+        store[key] = store.pop(key)  # now the most recent
+    return built
 
 
 def settled_interfaces(domain: Domain, compiled: Compiled | None = None) -> Interfaces:
@@ -542,17 +573,21 @@ def infer_interface(
     given, is filled with how the interface was read (for ``--explain``).
     """
     reading = {} if reading is None else reading
-    compiled: Compiled = {}
-    options = feasible_interfaces(domain, compiled)
-    if not options:
-        raise NoPlanError(f"no task of '{domain.name}' has a valid plan")
-    relevance = tool_evidence(domain, text, strategy) if strategy.plan_level else None
-    if relevance is not None and not relevance.silent:
-        return _by_evidence(
-            domain, text, model, trace, options, relevance, compiled, reading, strategy
-        )
-    reading["how"] = "asked the model"
-    return _by_questions(domain, text, model, trace, options, compiled)
+    compiled = compiled_for(domain)
+    try:
+        options = feasible_interfaces(domain, compiled)
+        if not options:
+            raise NoPlanError(f"no task of '{domain.name}' has a valid plan")
+        relevance = tool_evidence(domain, text, strategy) if strategy.plan_level else None
+        if relevance is not None and not relevance.silent:
+            return _by_evidence(
+                domain, text, model, trace, options, relevance, compiled, reading, strategy
+            )
+        reading["how"] = "asked the model"
+        return _by_questions(domain, text, model, trace, options, compiled)
+    finally:  # the automata stay for the next request; this one's configurations do not
+        for _, lookahead in compiled.values():
+            lookahead.release()
 
 
 def _prompt(domain: Domain, text: str, question: str, choices: list[str], chosen: list[str]) -> str:
