@@ -355,6 +355,10 @@ def _slots(domain: Domain) -> dict[str, tuple[str, ...]]:
     return {t.name: t.inputs for t in domain.tools}
 
 
+def _outputs(domain: Domain) -> dict[str, str]:
+    return {t.name: t.output for t in domain.tools}
+
+
 def plan_tree(domain: Domain, word: list[str], slots: Slots | None = None) -> Node | None:
     """Parse a tool plan in prefix order into its tree; None when it is not one of
     ``domain``'s tool plans (a symbol short of its inputs, or words left over). The planner's
@@ -439,7 +443,7 @@ def round_trips(domain: Domain, word: list[str]) -> int:
     counted: turning log lines into a table and describing the table in text is a plan, not a
     detour."""
     tree = plan_tree(domain, word)
-    return 0 if tree is None else _round_trips(tree, {t.name: t.output for t in domain.tools})
+    return 0 if tree is None else _round_trips(tree, _outputs(domain))
 
 
 def plan_shape_cost(domain: Domain) -> Callable[[list[str]], float]:
@@ -447,8 +451,7 @@ def plan_shape_cost(domain: Domain) -> Callable[[list[str]], float]:
     ``ROUND_TRIP`` per tool that makes a type its plan had already left. The beam keeps one
     order of the same tools (search/beam.py), so of two orders of one tool set that differ only
     in a round trip, the judge may see only the worse."""
-    slots = _slots(domain)
-    output = {t.name: t.output for t in domain.tools}
+    slots, output = _slots(domain), _outputs(domain)
 
     def judge(word: list[str]) -> float:
         tree = plan_tree(domain, word, slots)
