@@ -64,6 +64,34 @@ def request_sets() -> dict[str, tuple[Path, list[dict]]]:
     return sets
 
 
+# How each held-out set has been used (bench/heldout/README.md, docs/benchmarks.md): the
+# development sets' failures were read, request by request, while the planner was built; the
+# validation sets are looked at only through totals, to choose between variants; the test sets
+# are measured once per shipped change, to report.
+SPLITS = {
+    "dev": ("openagi-everyday", "openagi-everyday2", "office_docs", "data_cleaning",
+            "audio_production", "support_tickets", "code_review"),
+    "validation": ("openagi-everyday3", "recipes"),
+    "test": ("openagi-everyday4", "video_editing", "real_estate_listings"),
+}  # fmt: skip
+
+
+def split_means(report: dict) -> dict[str, dict[str, float]]:
+    """Each split's mean F1 and interface accuracy over its sets in ``report`` (set -> figures
+    with "f1" and "interface_right"), for the splits whose sets were all measured."""
+    out = {}
+    for split, names in SPLITS.items():
+        rows = [report[n] for n in names if isinstance(report.get(n), dict)]
+        if len(rows) == len(names):
+            out[split] = {
+                "f1": round(statistics.mean(r["f1"] for r in rows), 3),
+                "interface_right": round(
+                    statistics.mean(r["interface_right"] or 0 for r in rows), 3
+                ),
+            }
+    return out
+
+
 def f1(plan: set[str], want: set[str]) -> tuple[float, float, float]:
     hit = len(plan & want)
     p = hit / len(plan) if plan else 0.0
@@ -149,6 +177,7 @@ def main() -> None:
         print(f"{name} ({len(rows)} requests)", file=sys.stderr, flush=True)
         report[name] = measure(domain, rows, model, args.search, args.quiet, args.given_interface)
         print(f"  -> {report[name]}", file=sys.stderr, flush=True)
+    report["splits"] = split_means(report)
     if args.interfaces:
         right, tasks = 0, _lines(DATA / "openagi_tasks.jsonl")
         for task in tasks:

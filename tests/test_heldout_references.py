@@ -39,3 +39,36 @@ def test_every_reference_plan_is_valid(requests: Path, domain: Path) -> None:
         assert verdict.valid, (row["id"], verdict)
         used = {w.removeprefix("input:") for w in row["plan"] if w.startswith("input:")}
         assert used == set(row["inputs"]), row["id"]  # every provided input is read
+
+
+def _plan_quality():  # the bench script, imported as the bench runs it
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        return importlib.import_module("plan_quality")
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def test_every_held_out_set_is_in_exactly_one_split() -> None:
+    """A new set must be declared dev, validation or test before its figures mean anything."""
+    pq = _plan_quality()
+    sets = set(pq.request_sets()) - {"openagi-train"}
+    declared = [name for names in pq.SPLITS.values() for name in names]
+    assert sorted(declared) == sorted(set(declared))  # no set in two splits
+    assert set(declared) == sets
+
+
+def test_split_means_average_their_sets_and_skip_incomplete_splits() -> None:
+    pq = _plan_quality()
+    report: dict[str, object] = {
+        name: {"f1": 0.5 + 0.1 * i, "interface_right": 0.2 * i}
+        for i, name in enumerate(pq.SPLITS["validation"])
+    }
+    means = pq.split_means(report)
+    n = len(pq.SPLITS["validation"])
+    assert set(means) == {"validation"}  # dev and test are not all there
+    assert means["validation"]["f1"] == round(0.5 + 0.1 * (n - 1) / 2, 3)
+    assert means["validation"]["interface_right"] == round(0.2 * (n - 1) / 2, 3)
