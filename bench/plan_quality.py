@@ -76,6 +76,11 @@ SPLITS = {
 }  # fmt: skip
 
 
+def split_of(name: str) -> str:
+    """The split a held-out set belongs to ("unsplit" for one not declared in ``SPLITS``)."""
+    return next((split for split, names in SPLITS.items() if name in names), "unsplit")
+
+
 def split_means(report: dict) -> dict[str, dict[str, float]]:
     """Each split's mean F1 and interface accuracy over its sets in ``report`` (set -> figures
     with "f1" and "interface_right"), for the splits whose sets were all measured."""

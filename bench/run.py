@@ -550,11 +550,13 @@ def report(results: dict[str, Any]) -> str:
                 f"<= {LOOKAHEAD_GOAL_MS:g} ms: {verdict(value, LOOKAHEAD_GOAL_MS + 1e-9)}",
             )
         )
+    from plan_quality import split_of
+
     for name, q in (results.get("plan_quality") or {}).items():
         ok = q["f1"] >= QUALITY_GOAL and (q["interface_right"] or 0) >= QUALITY_GOAL
         rows.append(
             (
-                f"plan quality {name} [{_split(name)}] (n={q['requests']}, embedded default)",
+                f"plan quality {name} [{split_of(name)}] (n={q['requests']}, embedded default)",
                 f"F1 {q['f1']:.2f}, interface {q['interface_right'] or 0:.0%}, "
                 f"{q['seconds_per_plan_median']:.2f} s/plan",
                 f">= {QUALITY_GOAL:.2f} both: {'met' if ok else 'NOT MET'}",
@@ -576,13 +578,6 @@ def report(results: dict[str, Any]) -> str:
 
 
 QUALITY_GOAL = 0.90  # tool-set F1 and interface right on held-out everyday wording (#27)
-
-
-def _split(name: str) -> str:
-    """The split a held-out set belongs to (dev, validation, test; bench/plan_quality.py)."""
-    import plan_quality
-
-    return next((s for s, names in plan_quality.SPLITS.items() if name in names), "unsplit")
 
 
 def bench_plan_quality() -> dict[str, Any]:

@@ -59,6 +59,8 @@ def test_every_held_out_set_is_in_exactly_one_split() -> None:
     declared = [name for names in pq.SPLITS.values() for name in names]
     assert sorted(declared) == sorted(set(declared))  # no set in two splits
     assert set(declared) == sets
+    assert {pq.split_of(name) for name in sets} == set(pq.SPLITS)
+    assert pq.split_of("a-set-nobody-declared") == "unsplit"
 
 
 def test_split_means_average_their_sets_and_skip_incomplete_splits() -> None:
