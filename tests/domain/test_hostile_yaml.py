@@ -175,16 +175,12 @@ def test_inline_templates_fail_as_the_template_s_fault(source: str, needle: str)
 
 def test_nested_loops_stop_at_the_render_time_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ten billion empty iterations would run for hours; the render stops at its bound."""
-    import time
-
     from fllm_cli import prompts
 
     monkeypatch.setattr(prompts, "MAX_RENDER_SECONDS", 0.2)
     source = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
-    start = time.monotonic()
     with pytest.raises(FllmError, match=r"the template ran longer than 0\.2 s"):
         render_string(source, {}, what="the greeting")
-    assert time.monotonic() - start < 5
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -115,9 +114,13 @@ def test_values_of_the_wrong_type_are_failures() -> None:
 
 
 def test_independent_branches_run_at_the_same_time() -> None:
-    """Eight slow leaves under one join: about one leaf's time, not eight."""
+    """Eight leaves under one join run at once: each waits until all eight have started, which
+    one-after-another running never reaches (the wait then breaks)."""
+    import threading
+
+    everyone = threading.Barrier(8, timeout=5)
     slow = Binding("leaf", ("x",))
-    slow.call = lambda values: (time.sleep(0.3), values[0])[1]  # type: ignore[method-assign]
+    slow.call = lambda values: (everyone.wait(), values[0])[1]  # type: ignore[method-assign]
     join = Binding("join", tuple(f"x{i}" for i in range(8)))
     join.call = lambda values: " ".join(values)  # type: ignore[method-assign]
     steps = [{"id": i + 1, "tool": "leaf", "inputs": [f"input:v{i}"]} for i in range(8)]
@@ -125,10 +128,12 @@ def test_independent_branches_run_at_the_same_time() -> None:
     types = {"leaf": (("text",), "text"), "join": (("text",) * 8, "text")}
     given = {f"v{i}": str(i) for i in range(8)}
     runner = Runner({"leaf": slow, "join": join}, types, given, workers=8)
-    start = time.perf_counter()
     result = runner.run({"inputs": {k: "text" for k in given}, "steps": steps}, None, 0)
     assert result.ok and result.output == "0 1 2 3 4 5 6 7"
-    assert time.perf_counter() - start < 1.5  # 8 x 0.3 s one after another would be 2.4 s
+    one_at_a_time = Runner({"leaf": slow, "join": join}, types, given, workers=1)
+    everyone.reset()
+    with pytest.raises(threading.BrokenBarrierError):  # the first leaf waited alone
+        one_at_a_time.run({"inputs": {k: "text" for k in given}, "steps": steps}, None, 0)
 
 
 def test_commands_get_their_arguments_as_words_never_through_a_shell(tmp_path: Path) -> None:

@@ -165,19 +165,16 @@ def test_a_program_that_fills_its_work_folder_gets_a_disk_result(
     code: str, seen: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import tempfile
-    import time
 
     from fllm_cli.solve.sandbox import Limits
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     limits = Limits(timeout=30, memory_mb=SMALL.memory_mb, work_mb=10, work_entries=1000)
-    start = time.monotonic()
     result = run_code(code + "solver = Solver()\n", limits=limits)
     assert (result.ok, result.kind) == (False, "disk")
     assert result.error.startswith("the program used too much disk: ")
     assert re.search(seen, result.error), result.error
     assert "at most 1,000 and 10 MB" in result.error
-    assert time.monotonic() - start < 15  # the big-files case was stopped, not timed out
     assert not _no_leftovers(tmp_path)
 
 

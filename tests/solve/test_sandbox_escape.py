@@ -441,9 +441,8 @@ def test_thread_bomb_is_contained(world: World) -> None:
         "def go():\n    while True:\n        t = threading.Thread(target=time.sleep, args=(30,))\n"
         "        t.start()\n        threads.append(t)\nattempt(go)\n"
     )
-    start = time.monotonic()
     result = world.run(code)
-    assert time.monotonic() - start < LIMITS.timeout + 3
+    assert result.kind in ("memory", "timeout", "blocked"), result.error  # stopped by a limit
     world.assert_untouched(result)
 
 
@@ -465,9 +464,8 @@ def test_output_flood_is_bounded(world: World) -> None:
 
 def test_message_pipe_flood_is_bounded(world: World) -> None:
     code = "import os\nfor fd in range(3, 20):\n    try:\n        os.write(fd, b'z' * 10**8)\n    except OSError:\n        pass\n"
-    start = time.monotonic()
     result = world.run(code, limits=Limits(timeout=10, memory_mb=300))
-    assert time.monotonic() - start < 10
+    assert result.kind != "timeout", result.error  # the flood was cut off, not waited out
     assert not result.ok
     world.assert_untouched(result)
 
