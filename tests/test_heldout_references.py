@@ -74,3 +74,20 @@ def test_split_means_average_their_sets_and_skip_incomplete_splits() -> None:
     assert set(means) == {"validation"}  # dev and test are not all there
     assert means["validation"]["f1"] == round(0.5 + 0.1 * (n - 1) / 2, 3)
     assert means["validation"]["interface_right"] == round(0.2 * (n - 1) / 2, 3)
+
+
+def test_every_synthetic_training_request_is_valid() -> None:
+    """The training material of the learned reader (bench/synthetic) holds only plans fllm
+    accepts, in domains apart from every measured set."""
+    import importlib.util
+
+    synthetic = ROOT / "bench" / "synthetic"
+    spec = importlib.util.spec_from_file_location("synthetic_check", synthetic / "check.py")
+    assert spec is not None and spec.loader is not None
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    files = sorted(synthetic.glob("*_requests.jsonl"))
+    assert len(files) == 40
+    assert [p for path in files for p in check.check(path)] == []
+    measured = {path.name.removesuffix("_requests.jsonl") for path, _ in _sets()}
+    assert not measured & {path.name.removesuffix("_requests.jsonl") for path in files}

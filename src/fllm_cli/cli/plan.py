@@ -284,6 +284,14 @@ def _explain(doc: dict[str, Any]) -> None:
             line += f'; the first part asking for a tool, "{first["part"]}", needs {needs}'
         if last:
             line += f'; the last part asking for a tool, "{last["part"]}", wants {last["output"]}'
+        learned = reading.get("learned_reading")
+        if learned:
+            given = [f"{t} {p:.0%}" for t, p in learned["given"].items() if p >= 0.5]
+            wanted, chance = max(learned["wanted"].items(), key=lambda kv: kv[1])
+            line += (
+                f"; the learned reading: given {', '.join(given) or 'nothing clear'}, "
+                f"wanted {wanted} {chance:.0%}"
+            )
         for key, role in (("only_given", "an input"), ("only_wanted", "the output")):
             for name in reading.get(key) or []:
                 line += f"; {name} is named and can only be {role}"

@@ -101,6 +101,28 @@ class Encoder:
         self._cache: dict[str, np.ndarray] = {}
 
     def _embed_one(self, text: str) -> np.ndarray:
+        pooled: np.ndarray = self._states(text).mean(0)
+        unit: np.ndarray = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+        return unit
+
+    def token_states(self, text: str) -> np.ndarray:
+        """Return the encoder's last hidden state of each word piece of ``text`` (the
+        ``[CLS]`` and ``[SEP]`` marks left out), one unit row each: what each piece means in
+        its sentence, in the same space as :meth:`embed`'s sentence vectors."""
+        key = "\x00tokens\x00" + text
+        rows = self._cache.get(key)
+        if rows is None:
+            states = self._states(text)[1:-1]
+            norms = np.maximum(np.linalg.norm(states, axis=1, keepdims=True), 1e-12)
+            rows = self._cache[key] = states / norms
+        return rows
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """Return the character span of each word piece :meth:`token_states` has a row for."""
+        return [tuple(span) for span in self._tok.encode(text).offsets[1:-1]]  # type: ignore[misc]
+
+    def _states(self, text: str) -> np.ndarray:
+        """The last hidden state of every token of ``text``, ``[CLS]`` and ``[SEP]`` included."""
         w = self._w
         ids = np.asarray(self._tok.encode(text).ids, dtype=np.int64)
         n = len(ids)
@@ -137,9 +159,7 @@ class Encoder:
                 w[p + "output.LayerNorm.weight"],
                 w[p + "output.LayerNorm.bias"],
             )
-        pooled: np.ndarray = x.mean(0)
-        unit: np.ndarray = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
-        return unit
+        return x
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return one unit row per text (cached by text)."""

@@ -25,6 +25,7 @@ from fllm_cli.prompts import render
 from fllm_cli.search.beam import BeamSearch
 from fllm_cli.search.proposal import Proposal
 from fllm_cli.search.relevance import Relevance, unit_place
+from fllm_cli.search.roles import Reading
 from fllm_cli.search.strategy import STRATEGIES, Strategy
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
@@ -210,6 +211,7 @@ LAST_IS_OUTPUT = 0.15  # the last type named is usually what the request wants b
 LAST_ASKED = 0.5  # the output of the tool the request's last pointing part asks for
 FIRST_ASKED = 0.3  # inputs that can feed the tool the request's first pointing part asks for
 ROLE_FIT = 1.0  # per type named out of its only role (see role_fit)
+ROLE_READING = 0.25  # per unit of the learned reading's log-probability (search/roles.py)
 
 
 def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
@@ -477,6 +479,7 @@ def rank_interfaces(
     asked: tuple[First | None, Last | None] | None = None,
     roles: Roles | None = None,
     slack: float = 0.0,
+    reading: Reading | None = None,
 ) -> list[tuple[float, tuple[str, ...], str]]:
     """Score feasible (inputs, output) pairs by their best plan's evidence and the types named.
 
@@ -501,6 +504,7 @@ def rank_interfaces(
         _named(combo, output, named)
         + role_fit(combo, output, named, roles)
         + order_fit(combo, output, first, last)
+        + (0.0 if reading is None else ROLE_READING * reading.log_fit(combo, output))
         for combo, output in pairs
     ]
     if proposal is not None and proposal.inputs is not None and proposal.output is not None:
@@ -617,9 +621,11 @@ def _by_evidence(
     named = strategy.read_types(*_texts(domain), text)
     first, last = asked = part_order(domain, relevance)
     given_only, wanted_only = roles = type_roles(domain)
+    learned = strategy.read_roles(domain, text)
     ranked = rank_interfaces(
-        domain, text, options, relevance, compiled, strategy.proposal, named, asked, roles, CLOSE
-    )
+        domain, text, options, relevance, compiled, strategy.proposal, named, asked, roles, CLOSE,
+        learned,
+    )  # fmt: skip
     if not ranked:  # no beam reached a complete plan (very long ones): ask, as the paper does
         reading["how"] = "asked the model"
         return _by_questions(domain, text, model, trace, options, compiled)
@@ -634,6 +640,7 @@ def _by_evidence(
         if first is None
         else {"part": first[0], "tool": first[1], "inputs": list(first[2])},
         last_asked=None if last is None else dict(zip(("part", "tool", "output"), last)),
+        learned_reading=None if learned is None else learned.summary(),
         ranked=[
             {"inputs": list(combo), "output": output, "score": round(total, 3)}
             for total, combo, output in ranked[:4]

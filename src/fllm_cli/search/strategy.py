@@ -19,12 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fllm_cli.errors import UsageError
 from fllm_cli.search.beam import PENALTY
 from fllm_cli.search.proposal import Proposal
 from fllm_cli.search.relevance import Relevance, mentions, score, unit_place, vocabulary, words
+
+if TYPE_CHECKING:
+    from fllm_cli.domain.model import Domain
+    from fllm_cli.search.roles import Reading
 
 # The types (modalities) a domain's symbols pass between them: name -> (phrase, description).
 Types = Mapping[str, tuple[str, str]]
@@ -94,6 +98,16 @@ class Strategy:
             return semantic.type_mentions(shared(), described, types, text)
         forms = {name: words(f"{name} {phrase} {what}") for name, (phrase, what) in types.items()}
         return mentions(text, forms)
+
+    def read_roles(self, domain: Domain, text: str) -> Reading | None:
+        """Return the learned reading of what the request gives and wants back
+        (:mod:`fllm_cli.search.roles`) when the meaning signal runs, else None."""
+        if not any(name == "meaning" for name, _ in self.usable_signals()):
+            return None
+        from fllm_cli.meaning.encoder import shared
+        from fllm_cli.search import roles
+
+        return roles.read(shared(), domain, text)
 
     def evidence(self, described: Mapping[str, str], types: Types, text: str) -> Relevance | None:
         """Return the request's evidence about the symbols, or None (plan step by step)."""
