@@ -196,3 +196,18 @@ def test_weights_of_another_shape_are_refused(
     good.save(path)
     monkeypatch.setattr(roles, "_MODEL", {})
     assert roles.shipped_model() is not None
+
+
+def test_unreadable_weights_are_tried_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing weights file is not looked for again on every plan of a long-running process."""
+    calls: list[int] = []
+
+    def failing_load(cls: type, path: Path | None = None) -> roles.RoleModel:
+        calls.append(1)
+        raise OSError("no file")
+
+    monkeypatch.setattr(roles.RoleModel, "load", classmethod(failing_load))
+    monkeypatch.setattr(roles, "_MODEL", {})
+    assert roles.shipped_model() is None
+    assert roles.shipped_model() is None
+    assert calls == [1]

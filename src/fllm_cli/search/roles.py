@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from fllm_cli.search.semantic import tool_texts
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -235,7 +237,7 @@ def domain_texts(domain: Domain) -> DomainTexts:
     own = {
         m.name: [*m.name.replace("_", " ").split(), *m.phrase.split()] for m in domain.modalities
     }
-    texts = [f"{t.name}: {t.description}" if t.description else t.name for t in domain.tools]
+    texts = list(tool_texts({t.name: t.description for t in domain.tools}).values())
     return types, tools, own, texts
 
 
@@ -264,18 +266,18 @@ class Reading:
         }
 
 
-_MODEL: dict[str, RoleModel] = {}
+_MODEL: dict[str, RoleModel | None] = {}
 _LOCK = threading.Lock()
 
 
 def shipped_model() -> RoleModel | None:
     """The fitted weights shipped with fllm (None when the file is missing or unreadable)."""
     with _LOCK:
-        if "model" not in _MODEL:
+        if "model" not in _MODEL:  # a missing or unreadable file is tried once, not per plan
             try:
                 _MODEL["model"] = RoleModel.load()
             except (OSError, KeyError, ValueError):
-                return None
+                _MODEL["model"] = None
         return _MODEL["model"]
 
 

@@ -87,11 +87,17 @@ class Strategy:
             return tuple((name, 1.0) for name, _ in out)
         return out
 
+    @property
+    def reads_meaning(self) -> bool:
+        """Whether the meaning signal runs here (it is one of the strategy's signals and its
+        encoder is installed)."""
+        return any(name == "meaning" for name, _ in self.usable_signals())
+
     def read_types(self, described: Mapping[str, str], types: Types, text: str) -> list[str]:
         """Return the types (modality names) the request names, in order: by meaning when
         the meaning signal runs, else by the words of each type's name, phrase and
         description."""
-        if any(name == "meaning" for name, _ in self.usable_signals()):
+        if self.reads_meaning:
             from fllm_cli.meaning.encoder import shared
             from fllm_cli.search import semantic
 
@@ -102,7 +108,7 @@ class Strategy:
     def read_roles(self, domain: Domain, text: str) -> Reading | None:
         """Return the learned reading of what the request gives and wants back
         (:mod:`fllm_cli.search.roles`) when the meaning signal runs, else None."""
-        if not any(name == "meaning" for name, _ in self.usable_signals()):
+        if not self.reads_meaning:
             return None
         from fllm_cli.meaning.encoder import shared
         from fllm_cli.search import roles
