@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from fllm_cli.search.semantic import tool_texts
+from fllm_cli.search.semantic import tool_texts, type_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -229,10 +229,7 @@ DomainTexts = tuple[
 def domain_texts(domain: Domain) -> DomainTexts:
     """What the model reads of a domain: each type's text ("phrase: what it is"), each tool's
     (inputs, output), each type's own words (name and phrase), each tool's text."""
-    types = {
-        m.name: f"{m.phrase}: {m.description}" if m.description else m.phrase
-        for m in domain.modalities
-    }
+    types = {m.name: type_text(m.phrase, m.description) for m in domain.modalities}
     tools = [(tuple(t.inputs), t.output) for t in domain.tools]
     own = {
         m.name: [*m.name.replace("_", " ").split(), *m.phrase.split()] for m in domain.modalities

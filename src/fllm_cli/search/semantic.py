@@ -98,6 +98,11 @@ def tool_texts(described: Mapping[str, str]) -> dict[str, str]:
     return {name: f"{name}: {text}" if text else name for name, text in described.items()}
 
 
+def type_text(phrase: str, description: str) -> str:
+    """The text embedded for a data type: its phrase and what it is."""
+    return f"{phrase}: {description}" if description else phrase
+
+
 def similarities(
     encoder: Embedder, described: Mapping[str, str], task: str, types: Sequence[str] = ()
 ) -> tuple[list[tuple[str, float]], list[str], np.ndarray, np.ndarray | None]:

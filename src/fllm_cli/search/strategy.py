@@ -45,7 +45,7 @@ def _meaning(described: Mapping[str, str], types: Types, text: str) -> Relevance
     from fllm_cli.meaning.encoder import shared
     from fllm_cli.search import semantic
 
-    type_texts = [f"{phrase}: {what}" if what else phrase for phrase, what in types.values()]
+    type_texts = [semantic.type_text(phrase, what) for phrase, what in types.values()]
     return semantic.relevance(shared(), described, text, type_texts)
 
 
