@@ -183,7 +183,7 @@ def type_mentions(
     content = [w for w in words(task) if len(w) >= MIN_WORD]
     if not names or not content:
         return []
-    texts = [f"{p}: {d}" if d else p for p, d in types.values()]
+    texts = [type_text(p, d) for p, d in types.values()]
     rows = encoder.embed(content)
     by_type = rows @ encoder.embed(texts).T
     tools = tool_texts(described)
