@@ -83,3 +83,18 @@ def test_replies_are_read_as_untrusted(openagi: str) -> None:
     )
     assert parse("[1, 2]", domain) is None and parse("{not json", domain) is None
     assert parse('{"inputs": ["image", "video"], "tools": []}', domain) is None
+
+
+def test_each_proposed_tool_is_its_own_evidence() -> None:
+    """The vote for one proposed tool is not used up by another step of the same plan."""
+    from dataclasses import replace
+
+    from fllm_cli.search.proposal import Proposal
+    from fllm_cli.search.strategy import MODEL_VOTE, STRATEGIES
+
+    words_only = replace(STRATEGIES["words"], proposal=Proposal(("Alpha", "Beta"), None, None))
+    rel = words_only.evidence({"Alpha": "one", "Beta": "two"}, {}, "nothing shared")
+    assert rel is not None
+    first, claimed = rel.gain("Alpha", frozenset())
+    second, _ = rel.gain("Beta", claimed)
+    assert first == second == MODEL_VOTE

@@ -105,6 +105,19 @@ class Relevance:
     # What every step costs against its evidence; None keeps the words' rule (a step with
     # evidence adds it, one without costs the search's penalty).
     cost: float | None = None
+    # Units that count in full beside a step's others, outside the ``extra`` rule: evidence
+    # about the whole request (search/needs.py), not one more part of it.
+    apart: frozenset[str] = frozenset()
+
+    def _worth(self, units: Mapping[str, float]) -> float:
+        """What a step credited with ``units`` gets: its strongest part in full, its other
+        parts at ``extra``, and the units kept apart in full."""
+        full = sum(v for u, v in units.items() if u in self.apart)
+        rest = [v for u, v in units.items() if u not in self.apart]
+        if not rest:
+            return full
+        top = max(rest)
+        return full + top + self.extra * (sum(rest) - top)
 
     def net(self, value: float, penalty: float) -> float:
         """Return what a step whose evidence is ``value`` does to a plan's score."""
@@ -116,10 +129,9 @@ class Relevance:
         """Return what using ``symbol`` adds when ``claimed`` task words are already used, and
         the words it claims; 0 when what is left of its evidence falls below the threshold."""
         mine = {w: v for w, v in self.matched.get(symbol, {}).items() if w not in claimed}
-        value = sum(mine.values())
-        if mine and self.extra != 1.0:
-            top = max(mine.values())
-            value = top + self.extra * (value - top)
+        value = self._worth(mine) if mine and self.extra != 1.0 else sum(mine.values())
+        if value < 0 and any(u in self.apart for u in mine):
+            return value, frozenset(mine)  # evidence against the tool, from the whole request
         if value <= 0 or value < self.threshold:
             return 0.0, frozenset()
         return value, frozenset(mine)
@@ -147,9 +159,7 @@ class Relevance:
         for symbol in sorted(among):  # a fixed order: the same sum in every process
             units = self.matched.get(symbol)
             if units:
-                top = max(units.values())
-                value = top + self.extra * (sum(units.values()) - top)
-                total += max(0.0, value - self.cost)
+                total += max(0.0, self._worth(units) - self.cost)
         return total
 
     def of(self, symbol: str) -> float:

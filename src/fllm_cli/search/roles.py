@@ -75,32 +75,18 @@ def structure(
     return np.asarray(rows, dtype=np.float64)
 
 
-def features(
-    encoder: Encoder,
-    text: str,
-    types: Mapping[str, str],
-    tools: Sequence[tuple[Sequence[str], str]],
-    own_words: Mapping[str, Sequence[str]],
-    tool_texts: Sequence[str] = (),
-) -> Features | None:
-    """Read ``text`` for the model; ``types`` maps each type to its text ("phrase: what it
-    is"), ``tools`` lists each tool's (input types, output type), ``own_words`` each type's own
-    words (its name and phrase), ``tool_texts`` each tool's name and description. None when the
-    text has no words.
+Word = tuple[str, int, int]  # a word of the request and where it starts and ends
 
-    A word names a type by: its similarity to the type's text, embedded alone; its lead over
-    the next type; its lead over the nearest tool (a word nearer a tool says what to do, not
-    what data there is); its contextual state's similarity to the type's text; and its
-    clause's ("tell me: what street is it?" is itself a piece of text the request gives)."""
+
+def context(encoder: Encoder, text: str) -> tuple[list[Word], np.ndarray, np.ndarray] | None:
+    """Return the request's words, each word's contextual state (W x 384, the mean of its
+    pieces, unit length) and the embedding of the clause it stands in (W x 384); None when
+    the text has no words. Shared by the role reader and the tool reader (search/needs.py)."""
     import numpy as np
 
     found = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(text)]
-    if not found or not types:
+    if not found:
         return None
-    names = tuple(types)
-    type_rows = encoder.embed([types[t] for t in names])
-    word_rows = encoder.embed([w.lower() for w, _, _ in found])
-    alone = word_rows @ type_rows.T
     states, spans = encoder.token_states(text), encoder.token_spans(text)
     state = np.zeros((len(found), states.shape[1]))
     for i, (_, start, end) in enumerate(found):
@@ -123,6 +109,38 @@ def features(
             if a <= start < b:
                 clause[i] = clause_rows[k]
                 break
+    return found, state, clause
+
+
+def features(
+    encoder: Encoder,
+    text: str,
+    types: Mapping[str, str],
+    tools: Sequence[tuple[Sequence[str], str]],
+    own_words: Mapping[str, Sequence[str]],
+    tool_texts: Sequence[str] = (),
+) -> Features | None:
+    """Read ``text`` for the model; ``types`` maps each type to its text ("phrase: what it
+    is"), ``tools`` lists each tool's (input types, output type), ``own_words`` each type's own
+    words (its name and phrase), ``tool_texts`` each tool's name and description. None when the
+    text has no words.
+
+    A word names a type by: its similarity to the type's text, embedded alone; its lead over
+    the next type; its lead over the nearest tool (a word nearer a tool says what to do, not
+    what data there is); its contextual state's similarity to the type's text; and its
+    clause's ("tell me: what street is it?" is itself a piece of text the request gives)."""
+    import numpy as np
+
+    if not types:
+        return None
+    read = context(encoder, text)
+    if read is None:
+        return None
+    found, state, clause = read
+    names = tuple(types)
+    type_rows = encoder.embed([types[t] for t in names])
+    word_rows = encoder.embed([w.lower() for w, _, _ in found])
+    alone = word_rows @ type_rows.T
     lowered = {w.lower() for w, _, _ in found}
     own = {t: any(o.lower() in lowered for o in own_words.get(t, ())) for t in names}
     if alone.shape[1] > 1:
@@ -141,6 +159,21 @@ def features(
     return Features(names, naming, state, clause, structure(names, tools, own), type_rows)
 
 
+def load_arrays(path: Path, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """Read the named arrays of a weights file as float64 (OSError, KeyError when absent)."""
+    import numpy as np
+
+    with np.load(path) as data:
+        return {k: np.asarray(data[k], dtype=np.float64) for k in names}
+
+
+def check_shapes(arrays: Mapping[str, np.ndarray], shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """Refuse weights written for another version of the features (ValueError names one)."""
+    for name, shape in shapes.items():
+        if arrays[name].shape != shape:
+            raise ValueError(f"{name} has shape {arrays[name].shape}, not {shape}")
+
+
 @dataclass(frozen=True)
 class RoleModel:
     """Per role (given, wanted): ``naming`` weighs the ways a word names a type, ``state`` and
@@ -156,19 +189,14 @@ class RoleModel:
 
     @classmethod
     def load(cls, path: Path | None = None) -> RoleModel:
-        import numpy as np
 
-        with np.load(WEIGHTS if path is None else path) as data:
-            model = cls(*(np.asarray(data[k], dtype=np.float64) for k in cls.fields()))
-        rank = model.left.shape[-1] if model.left.ndim == 3 else -1
-        shapes = {
+        arrays = load_arrays(WEIGHTS if path is None else path, cls.fields())
+        rank = arrays["left"].shape[-1] if arrays["left"].ndim == 3 else -1
+        check_shapes(arrays, {
             "naming": (2, NAMING), "state": (2, 384), "clause": (2, 384),
             "structure": (2, STRUCTURE), "left": (2, 384, rank), "right": (2, 384, rank),
-        }  # fmt: skip
-        for name, shape in shapes.items():
-            if getattr(model, name).shape != shape:
-                raise ValueError(f"{name} has shape {getattr(model, name).shape}, not {shape}")
-        return model
+        })  # fmt: skip
+        return cls(**arrays)
 
     @staticmethod
     def fields() -> tuple[str, ...]:

@@ -55,7 +55,15 @@ def _encoder_available() -> bool:
     return available()
 
 
-SIGNALS: dict[str, Signal] = {"words": _words, "meaning": _meaning}
+def _needs(described: Mapping[str, str], types: Types, text: str) -> Relevance:
+    from fllm_cli.meaning.encoder import shared
+    from fllm_cli.search import needs
+
+    return needs.relevance(shared(), described, text)
+
+
+SIGNALS: dict[str, Signal] = {"words": _words, "meaning": _meaning, "needs": _needs}
+ENCODED = frozenset({"meaning", "needs"})  # the signals that need the sentence encoder
 WORDS_WEIGHT = 0.1  # shared words beside meaning: a weak signal, never the decider
 MODEL_VOTE = 3.0  # a tool the model proposed: more than any part's meaning usually gives
 
@@ -80,7 +88,7 @@ class Strategy:
     def usable_signals(self) -> tuple[tuple[str, float], ...]:
         """The signals that can run here (meaning needs its encoder installed)."""
         out = tuple(
-            (name, w) for name, w in self.signals if name != "meaning" or _encoder_available()
+            (name, w) for name, w in self.signals if name not in ENCODED or _encoder_available()
         )
         if self.signals and not any(name == "meaning" for name, _ in out):
             # Without the encoder, words are all there is: give them their full weight.
@@ -122,7 +130,11 @@ class Strategy:
             return None
         parts = [(name, SIGNALS[name](described, types, text), weight) for name, weight in signals]
         if self.proposal is not None and self.proposal.tools:
-            voted = {t: {"proposed": MODEL_VOTE} for t in self.proposal.tools if t in described}
+            # One unit per proposed tool: a unit is credited to one step only, and each tool
+            # the model proposed is its own piece of evidence.
+            voted = {
+                t: {f"proposed {t}": MODEL_VOTE} for t in self.proposal.tools if t in described
+            }
             parts.append(("model", Relevance({t: MODEL_VOTE for t in voted}, 0.0, voted), 1.0))
         return combine(parts)
 
@@ -140,7 +152,8 @@ def combine(parts: list[tuple[str, Relevance, float]]) -> Relevance:
     threshold = min((rel.threshold * w for _, rel, w in parts), default=0.0)
     costs = [rel.cost for _, rel, _ in parts if rel.cost is not None]
     extra = min((rel.extra for _, rel, _ in parts), default=1.0)
-    return Relevance(scores, threshold, matched, extra, max(costs, default=None))
+    apart = frozenset(f"{name}:{unit}" for name, rel, _ in parts for unit in rel.apart)
+    return Relevance(scores, threshold, matched, extra, max(costs, default=None), apart)
 
 
 def credit(relevance: Relevance, scored: frozenset[str], word: list[str]) -> list[dict[str, Any]]:
@@ -173,7 +186,7 @@ STRATEGIES: dict[str, Strategy] = {
         "meaning",
         "score whole valid plans by what the request means (offline sentence encoder, shared "
         "words as a weak extra); ask the model only among tied plans",
-        (("meaning", 1.0), ("words", WORDS_WEIGHT)),
+        (("meaning", 1.0), ("needs", 1.0), ("words", WORDS_WEIGHT)),
     ),
     "words": Strategy(
         "words",

@@ -1,0 +1,238 @@
+"""The learned tool reader (search/needs.py): its arithmetic, its fit, its shipped weights and
+its place among the planner's signals."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fllm_cli.domain.load import load_domain
+from fllm_cli.meaning.encoder import available
+from fllm_cli.search import needs, strategy
+
+ROOT = Path(__file__).resolve().parents[2]
+OPENAGI = ROOT / "domains" / "openagi.yaml"
+needs_encoder = pytest.mark.skipif(not available(), reason="the sentence encoder is not installed")
+
+
+def _train_needs():  # the bench script, imported as it runs
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        return importlib.import_module("train_needs")
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def _unit(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    x = rng.normal(size=shape)
+    out: np.ndarray = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    return out
+
+
+def _random_model(rng: np.random.Generator, rank: int) -> needs.NeedModel:
+    return needs.NeedModel(
+        mix=rng.normal(size=needs.SIMILARITIES),
+        bias=rng.normal(size=1),
+        cue=rng.normal(0, 0.5, 384),
+        left=rng.normal(0, 0.3, (384, rank)),
+        right=rng.normal(0, 0.3, (384, rank)),
+        clause_left=rng.normal(0, 0.3, (384, rank)),
+        clause_right=rng.normal(0, 0.3, (384, rank)),
+    )
+
+
+def _random_items(rng: np.random.Generator, n: int) -> list:
+    items = []
+    for k in range(n):
+        words, tools = 3 + k % 4, 2 + k % 3
+        used = (rng.random(tools) < 0.4).astype(float)
+        names = [f"tool{j}" for j in range(tools)]
+        items.append(
+            (_unit(rng, words, 384), _unit(rng, words, 384), _unit(rng, tools, 384), used, names)
+        )
+    return items
+
+
+def _params(model: needs.NeedModel) -> dict[str, np.ndarray]:
+    return {k: getattr(model, k).copy() for k in needs.NeedModel.fields()}
+
+
+def test_the_fit_follows_its_gradient() -> None:
+    """The trainer's hand-written gradient matches the loss's numeric slope in every part."""
+    tr = _train_needs()
+    rng = np.random.default_rng(2)
+    batch = tr.Batch(_random_items(rng, 7))
+    model = _random_model(rng, tr.RANK)
+    _, grads = tr.loss_and_grad(_params(model), batch)
+    for key in needs.NeedModel.fields():
+        params = _params(model)
+        index = tuple(int(i) for i in rng.integers(0, params[key].shape))
+        params[key][index] += 1e-5
+        up, _ = tr.loss_and_grad(params, batch)
+        params[key][index] -= 2e-5
+        down, _ = tr.loss_and_grad(params, batch)
+        assert (up - down) / 2e-5 == pytest.approx(grads[key][index], rel=1e-3, abs=1e-7), key
+
+
+def test_the_fit_scores_as_the_planner_does() -> None:
+    """The trainer's batched loss is the cross-entropy of needs.scores, request by request (the
+    two are written separately: one for speed, one for a single request)."""
+    tr = _train_needs()
+    rng = np.random.default_rng(5)
+    items = _random_items(rng, 5)
+    model = _random_model(rng, tr.RANK)
+    zero_l2 = tr.L2
+    tr.L2 = 0.0
+    try:
+        loss, _ = tr.loss_and_grad(_params(model), tr.Batch(items))
+    finally:
+        tr.L2 = zero_l2
+    expected = 0.0
+    for state, clause, tools, used, _ in items:
+        s = needs.scores(model, state, clause, tools)
+        p = 1 / (1 + np.exp(-s))
+        expected -= float((used * np.log(p) + (1 - used) * np.log(1 - p)).sum())
+    assert loss == pytest.approx(expected / len(items), rel=1e-9)
+
+
+def test_a_fit_learns_which_tool_a_context_asks_for() -> None:
+    """Each tool is asked for by a context direction unlike its own text: only the learned map
+    can tie the two, and after a fit the reader ranks the asked-for tool first."""
+    tr = _train_needs()
+    rng = np.random.default_rng(3)
+    tools = _unit(rng, 3, 384)
+    cues = _unit(rng, 3, 384)
+    items = []
+    for _ in range(60):
+        k = int(rng.integers(0, 3))
+        state = _unit(rng, 5, 384)
+        state[int(rng.integers(0, 5))] = cues[k]
+        used = np.eye(3)[k]
+        items.append((state, _unit(rng, 5, 384), tools, used, ["a", "b", "c"]))
+    model = tr.fit(items, steps=150)
+    right = sum(
+        int(np.argmax(needs.scores(model, s, c, t))) == int(np.argmax(u))
+        for s, c, t, u, _ in items[:20]
+    )
+    assert right >= 18
+
+
+def test_the_shipped_weights_load_and_fit_the_model() -> None:
+    model = needs.NeedModel.load()
+    assert model.mix.shape == (needs.SIMILARITIES,)
+    assert model.left.shape == model.clause_right.shape and model.left.shape[0] == 384
+    assert all(np.isfinite(getattr(model, k)).all() for k in needs.NeedModel.fields())
+
+
+@needs_encoder
+def test_the_shipped_reader_reads_a_plain_request() -> None:
+    """Tools asked for in words their descriptions do not use, in a domain the reader was not
+    fitted on: each is among the reader's likely tools and above every unasked one."""
+    from fllm_cli.meaning.encoder import shared
+
+    described = {t.name: t.description for t in load_domain(OPENAGI).tools}
+    odds = needs.read(
+        shared(),
+        described,
+        "My grandad's wedding photo is black and white; bring the colours back.",
+    )
+    assert max(odds, key=odds.__getitem__) == "Colorization"
+    assert odds["Colorization"] > 0
+
+
+@needs_encoder
+def test_its_evidence_is_one_unit_per_tool_and_is_named() -> None:
+    from fllm_cli.meaning.encoder import shared
+
+    described = {t.name: t.description for t in load_domain(OPENAGI).tools}
+    text = "My grandad's wedding photo is black and white; bring the colours back."
+    rel = needs.relevance(shared(), described, text)
+    odds = needs.read(shared(), described, text)
+    assert set(rel.matched) == set(described) == set(odds)
+    for name, units in rel.matched.items():
+        assert list(units.values()) == [pytest.approx(needs.worth(odds[name]), abs=1e-4)]
+        assert set(units) <= rel.apart
+    assert rel.relevant()[0] == "Colorization"
+    # in the planner's evidence the unit is named by its signal, so --explain can say so
+    combined = strategy.STRATEGIES["meaning"].evidence(described, {}, text)
+    assert combined is not None
+    assert any(u.startswith("needs:") for u in combined.matched["Colorization"])
+
+
+def test_without_weights_the_reader_stays_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(needs, "WEIGHTS", ROOT / "no-such-weights.npz")
+    monkeypatch.setattr(needs, "_MODEL", {})
+    assert needs.shipped_model() is None
+    described = {"Tool": "does a thing"}
+    assert needs.read(object(), described, "anything") == {}  # type: ignore[arg-type]
+    assert needs.relevance(object(), described, "anything").silent  # type: ignore[arg-type]
+
+
+def test_weights_of_another_shape_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Weights written for another version of the features are not used (no crash mid-plan)."""
+    good = _random_model(np.random.default_rng(4), rank=3)
+    path = tmp_path / "needs.npz"
+    needs.NeedModel(good.mix[:-1], *(getattr(good, k) for k in needs.NeedModel.fields()[1:])).save(
+        path
+    )
+    with pytest.raises(ValueError, match="mix has shape"):
+        needs.NeedModel.load(path)
+    monkeypatch.setattr(needs, "WEIGHTS", path)
+    monkeypatch.setattr(needs, "_MODEL", {})
+    assert needs.shipped_model() is None
+    good.save(path)
+    monkeypatch.setattr(needs, "_MODEL", {})
+    assert needs.shipped_model() is not None
+
+
+def test_log_odds_turn_into_evidence_for_and_against() -> None:
+    assert needs.worth(2.0) == pytest.approx(needs.WEIGHT * 2.0)
+    assert needs.worth(-needs.DOUBT / 2) == 0.0  # within the reader's doubt: nothing
+    assert needs.worth(-needs.DOUBT - 2.0) == pytest.approx(-needs.AGAINST * 2.0)
+
+
+def test_units_kept_apart_count_in_full_and_may_count_against() -> None:
+    """A step's parts count as its strongest in full and the rest at ``extra``; the reader's
+    unit, kept apart, counts in full beside them, and below zero it counts against the step
+    (a part's evidence never does)."""
+    from fllm_cli.search.relevance import Relevance
+
+    parts = {"#0 fix it": 2.0, "#1 make it sharp": 1.0}
+    rel = Relevance({}, 0.0, {"A": {**parts, "needs": 1.5}}, 0.25, 1.0, frozenset({"needs"}))
+    assert rel.gain("A", frozenset())[0] == pytest.approx(2.0 + 0.25 * 1.0 + 1.5)
+    assert rel.ceiling(frozenset({"A"})) == pytest.approx(2.0 + 0.25 + 1.5 - 1.0)
+    against = Relevance({}, 0.0, {"A": {**parts, "needs": -4.0}}, 0.25, 1.0, frozenset({"needs"}))
+    value, units = against.gain("A", frozenset())
+    assert value == pytest.approx(2.25 - 4.0) and units == frozenset({*parts, "needs"})
+    assert against.net(value, 1.0) == pytest.approx(2.25 - 4.0 - 1.0)
+    assert against.ceiling(frozenset({"A"})) == 0.0
+    # a unit not kept apart never counts below zero
+    plain = Relevance({}, 0.0, {"A": {"needs": -4.0}}, 0.25, 1.0)
+    assert plain.gain("A", frozenset()) == (0.0, frozenset())
+
+
+@needs_encoder
+def test_a_plan_names_the_readers_evidence_and_verifies() -> None:
+    """Through the real entry point: the JSON plan's explanation credits the step with the
+    reader's unit under its own signal name, and fllm's checker accepts the plan it wrote."""
+    import json
+
+    from tests.conftest import run_fllm
+
+    request = "My grandad's wedding photo is black and white; bring the colours back."
+    result = run_fllm("plan", str(OPENAGI), request, "--explain", "--format", "json")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    (step,) = doc["why"]["steps"]
+    assert step["tool"] == "Colorization"
+    mine = [e for e in step["evidence"] if e["signal"] == "needs"]
+    assert len(mine) == 1 and mine[0]["weight"] > 0 and "Colorization" in mine[0]["text"]
+    assert "(needs " in " ".join(result.err.split())
+    checked = run_fllm("verify", str(OPENAGI), "-", stdin=result.out)
+    assert checked.code == 0, checked.err
