@@ -18,7 +18,6 @@ writes the shipped ``needs.npz`` again.
 from __future__ import annotations
 
 import argparse
-import pickle
 import sys
 from pathlib import Path
 
@@ -28,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from plan_quality import SPLITS, request_sets  # noqa: E402
-from train_roles import synthetic_sets  # noqa: E402
+from plan_quality import SPLITS  # noqa: E402
+from train_roles import read_all  # noqa: E402
 
 from fllm_cli.domain.load import load_domain  # noqa: E402
 from fllm_cli.meaning.encoder import shared  # noqa: E402
@@ -64,13 +63,7 @@ def read_set(domain_path: Path, rows: list[dict]) -> list[Item]:
 
 def all_features(fresh: bool = False) -> dict[str, list[Item]]:
     """The development, validation and synthetic sets read for the fit, cached under /tmp."""
-    if FEATURES.exists() and not fresh:
-        return pickle.loads(FEATURES.read_bytes())
-    held = request_sets()
-    found = {n: read_set(*held[n]) for split in ("dev", "validation") for n in SPLITS[split]}
-    found.update({f"synthetic:{n}": read_set(*v) for n, v in synthetic_sets().items()})
-    FEATURES.write_bytes(pickle.dumps(found))
-    return found
+    return read_all(read_set, FEATURES, fresh)
 
 
 class Batch:

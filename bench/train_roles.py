@@ -22,7 +22,9 @@ import json
 import random
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -69,14 +71,20 @@ FEATURES = Path("/tmp/fllm_role_features.pkl")
 def all_features(fresh: bool = False) -> dict[str, list[tuple]]:
     """Every held-out (dev, validation) and synthetic set read for the model, cached under /tmp
     (delete it, or pass ``fresh``, after changing roles.features)."""
+    return read_all(read_set, FEATURES, fresh)
+
+
+def read_all(read: Callable[[Path, list[dict]], list[Any]], cache: Path, fresh: bool) -> dict:
+    """``read`` (domain path, rows) applied to the development, validation and synthetic sets,
+    keyed by set name ("synthetic:NAME" for training sets), pickled to ``cache``."""
     import pickle
 
-    if FEATURES.exists() and not fresh:
-        return pickle.loads(FEATURES.read_bytes())
+    if cache.exists() and not fresh:
+        return pickle.loads(cache.read_bytes())
     held = request_sets()
-    found = {n: read_set(*held[n]) for split in ("dev", "validation") for n in SPLITS[split]}
-    found.update({f"synthetic:{n}": read_set(*v) for n, v in synthetic_sets().items()})
-    FEATURES.write_bytes(pickle.dumps(found))
+    found = {n: read(*held[n]) for split in ("dev", "validation") for n in SPLITS[split]}
+    found.update({f"synthetic:{n}": read(*v) for n, v in synthetic_sets().items()})
+    cache.write_bytes(pickle.dumps(found))
     return found
 
 

@@ -44,6 +44,19 @@ import pytest
 from tests.stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench_script(name: str) -> Any:
+    """Import ``bench/NAME.py`` as the bench runs it (its folder first on the path)."""
+    import importlib
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
 DATA = Path(__file__).resolve().parent / "data"
 SPECS = DATA / "specs"  # small valid domains (anbn.yaml)
 BROKEN = DATA / "broken"  # invalid domains, each with its expected diagnostics

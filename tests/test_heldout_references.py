@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fllm_cli import api
+from tests.conftest import bench_script
 
 ROOT = Path(__file__).resolve().parents[1]
 HELDOUT = ROOT / "bench" / "heldout"
@@ -42,14 +43,7 @@ def test_every_reference_plan_is_valid(requests: Path, domain: Path) -> None:
 
 
 def _plan_quality():  # the bench script, imported as the bench runs it
-    import importlib
-    import sys
-
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        return importlib.import_module("plan_quality")
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    return bench_script("plan_quality")
 
 
 def test_every_held_out_set_is_in_exactly_one_split() -> None:

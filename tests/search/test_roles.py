@@ -3,9 +3,7 @@ its place in choosing an interface."""
 
 from __future__ import annotations
 
-import importlib
 import math
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -16,18 +14,15 @@ from fllm_cli.domain.load import load_domain
 from fllm_cli.meaning.encoder import available
 from fllm_cli.search import interface, roles
 from fllm_cli.search.relevance import Relevance
+from tests.conftest import bench_script
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENAGI = ROOT / "domains" / "openagi.yaml"
 needs_encoder = pytest.mark.skipif(not available(), reason="the sentence encoder is not installed")
 
 
-def _train_roles():  # the bench script, imported as it runs
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        return importlib.import_module("train_roles")
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+def _train_roles():  # the bench script, imported as the bench runs it
+    return bench_script("train_roles")
 
 
 def _random_features(rng: np.random.Generator, words: int, types: int) -> roles.Features:

@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 WEIGHTS = Path(__file__).with_name("needs.npz")
 SIMILARITIES = 4  # per word and tool, see similarities()
 WEIGHT = 0.4  # evidence per unit of a tool's log-odds above 0, against a step's cost of 1
-AGAINST = 0.75  # ... and per unit below -DOUBT, against the tool
-DOUBT = 0.0  # log-odds below 0 that say nothing yet (1.5 measured: see docs/benchmarks.md)
+AGAINST = 0.75  # ... and per unit below 0, against the tool (docs/benchmarks.md: a zone
+# below 0 that said nothing was measured and dropped)
 UNIT = "the request as a whole"  # how an explanation names the reader's evidence
 
 
@@ -135,10 +135,8 @@ def read(encoder: Encoder, described: Mapping[str, str], text: str) -> dict[str,
 
 
 def worth(odds: float) -> float:
-    """A tool's evidence from its log-odds: for it above 0, against it below -DOUBT."""
-    if odds > 0:
-        return WEIGHT * odds
-    return AGAINST * min(0.0, odds + DOUBT)
+    """A tool's evidence from its log-odds: for it above 0, against it below."""
+    return (WEIGHT if odds > 0 else AGAINST) * odds
 
 
 def relevance(encoder: Encoder, described: Mapping[str, str], text: str) -> Relevance:
