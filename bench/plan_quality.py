@@ -73,6 +73,9 @@ SPLITS = {
             "audio_production", "support_tickets", "code_review"),
     "validation": ("openagi-everyday3", "recipes"),
     "test": ("openagi-everyday4", "video_editing", "real_estate_listings"),
+    # Domains of three to five tools (written 2026-11-27 after the others, to choose how the
+    # tool reader treats a domain's size); looked at through totals, as validation is.
+    "small": ("bicycle_repair", "home_brewing", "pottery_studio"),
 }  # fmt: skip
 
 
