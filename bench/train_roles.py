@@ -9,9 +9,9 @@ set covers; see its README). The held-out sets of ``bench/plan_quality.py`` are 
 on: the report reads the development and validation sets with the fitted reader alone
 (choosing among each domain's feasible interfaces), which is weak by itself (about 35% of
 interfaces right); its worth is as one term of the planner's interface score
-(``bench/train_interface.py``). Reading the 2,700
-requests takes about 4 minutes and is cached under /tmp (``--fresh`` after changing
-``roles.features``); a fit of 400 steps takes about 4 minutes on 2 cores and is deterministic,
+(``bench/train_interface.py``). Reading the 3,900
+requests takes about 5 minutes and is cached under /tmp (``--fresh`` after changing
+``roles.features``); a fit of 400 steps takes about 6 minutes on 2 cores and is deterministic,
 so running this script as shipped writes the shipped ``roles.npz`` again.
 """
 

@@ -229,3 +229,78 @@ def test_a_plan_names_the_readers_evidence_and_verifies() -> None:
     assert "(needs " in " ".join(result.err.split())
     checked = run_fllm("verify", str(OPENAGI), "-", stdin=result.out)
     assert checked.code == 0, checked.err
+
+
+def test_the_last_channel_is_the_domains_size() -> None:
+    """Whatever the words, the last channel holds log(number of tools): the reader's only view
+    of how many tools a domain has (the fewer, the likelier each is a step)."""
+    rng = np.random.default_rng(5)
+    for tools in (1, 3, 12):
+        sims = needs.similarities(_unit(rng, 4, 384), _unit(rng, 4, 384), _unit(rng, tools, 384))
+        assert sims.shape == (needs.SIMILARITIES, 4, tools)
+        assert np.allclose(sims[-1], np.log(tools))
+
+
+def test_subsets_keep_the_plan_and_vary_the_domain() -> None:
+    """The fit's smaller domains: every added item keeps its request, all of its plan's tools
+    (still marked used) and at least three tools, drawn the same way on every run."""
+    tr = _train_needs()
+    rng = np.random.default_rng(9)
+    items = []
+    for k in range(40):
+        tools = 8 + k % 5
+        used = np.zeros(tools)
+        used[rng.choice(tools, 1 + k % 3, replace=False)] = 1.0
+        names = [f"t{j}" for j in range(tools)]
+        items.append((_unit(rng, 3, 384), _unit(rng, 3, 384), _unit(rng, tools, 384), used, names))
+    out = tr.subsets(items)
+    assert [x[4] for x in out] == [x[4] for x in tr.subsets(items)]  # deterministic
+    sizes = []
+    for state, _, tools, used, names in out:
+        source = next(x for x in items if x[0] is state)
+        if tools is source[2]:
+            continue  # the request as written
+        sizes.append(len(names))
+        kept = {n for n, u in zip(source[4], source[3]) if u}
+        assert kept == {n for n, u in zip(names, used) if u}
+        assert set(names) <= set(source[4]) and len(names) >= 3
+        for n, row in zip(names, tools):
+            assert np.array_equal(row, source[2][source[4].index(n)])
+    assert len(out) == len(items) + len(sizes) and 0 < len(sizes) < len(items)
+    assert min(sizes) < 8  # some domains smaller than any written one
+
+
+@needs_encoder
+def test_in_a_three_tool_domain_the_tool_asked_for_is_likely(tmp_path: Path) -> None:
+    """A domain far smaller than any the reader was fitted on: the tool a request asks for in
+    its own words is above even odds and above the others."""
+    from fllm_cli.meaning.encoder import shared
+
+    spec = tmp_path / "darkroom.yaml"
+    spec.write_text(DARKROOM, encoding="utf-8")
+    described = {t.name: t.description for t in load_domain(spec).tools}
+    for text, wanted in (
+        ("Develop this roll of film for me", "Developer"),
+        ("Blow this print up for the hallway wall.", "Enlarger"),
+    ):
+        odds = needs.read(shared(), described, text)
+        assert max(odds, key=odds.__getitem__) == wanted
+        assert odds[wanted] > 0
+
+
+DARKROOM = """\
+fllm: 1
+name: darkroom
+description: Develop and print photographs.
+modalities:
+  film: {phrase: film roll, description: "an exposed roll of camera film, not yet developed"}
+  print: {phrase: print, description: "a photograph printed on paper"}
+  poster: {phrase: poster, description: "a large framed picture for a wall"}
+tools:
+  - {name: Developer, description: develops an exposed film into paper prints, inputs: [film],
+     output: print}
+  - {name: Retoucher, description: removes dust spots and scratches from a print,
+     inputs: [print], output: print}
+  - {name: Enlarger, description: blows a print up to wall size and frames it, inputs: [print],
+     output: poster}
+"""

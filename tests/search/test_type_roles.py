@@ -11,7 +11,7 @@ import pytest
 from fllm_cli.domain.load import load_domain
 from fllm_cli.domain.model import Domain
 from fllm_cli.meaning import encoder
-from fllm_cli.search import interface, needs
+from fllm_cli.search import interface
 from fllm_cli.search.relevance import Relevance
 from tests.conftest import InProc, run_fllm
 from tests.search.test_part_order import _evidence  # meaning-like evidence, a step costs 1.0
@@ -86,15 +86,11 @@ def test_a_type_only_a_task_can_want_back_is_the_output(
 
 
 @pytest.mark.skipif(not encoder.available(), reason="the encoder is not installed")
-def test_the_plan_says_why_in_json_and_explain(
-    darkroom: Path, fllm_inproc: InProc, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_plan_says_why_in_json_and_explain(darkroom: Path, fllm_inproc: InProc) -> None:
     # (Not "... from the prints": the learned role reader then reads a print as given too, and
     # whether film or print wins turns on its weights, not on what this test checks.) The
-    # learned tool reader is silenced for the same reason: in a three-tool domain it doubts
-    # the Developer, which the request never names, by more than a misplaced type costs, and
-    # then reads a print as given (docs/search.md, the learned tool reader).
-    monkeypatch.setattr(needs, "_MODEL", {"model": None})
+    # learned tool reader stays on: it knows a three-tool domain's tools are each likely, so
+    # it no longer doubts the developing step the request implies (docs/search.md).
     request = "Here is my exposed film roll; remove the dust spots."
     result = fllm_inproc("plan", str(darkroom), request, "--explain", "--format", "json")
     assert result.code == 0, result.err

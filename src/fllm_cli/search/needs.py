@@ -6,13 +6,16 @@ request's words, in their context, point at a tool's purpose. Each word of the r
 by the encoder in context (its contextual state) and by the clause it stands in, as the role
 reader (:mod:`fllm_cli.search.roles`) reads them. A word's pull towards a tool is a weighted sum
 of four similarities (its state's and its clause's to the tool's text, each also measured
-against the other tools of the domain, in standard deviations) and two learned low-rank maps
-from the word's state and clause to the tools' texts; a tool's score is a soft maximum over
-the words. The score is the log-odds that the tool is one of the plan's steps.
+against the other tools of the domain, in standard deviations), the domain's size (the log of
+its number of tools) and two learned low-rank maps from the word's state and clause to the
+tools' texts; a tool's score is a soft maximum over the words. The score is the log-odds that
+the tool is one of the plan's steps.
 
-The weights (four scalars, a bias, a context detector and two rank-8 maps) were fitted by
+The weights (five scalars, a bias, a context detector and two rank-8 maps) were fitted by
 ``bench/train_needs.py`` on the synthetic tool domains of ``bench/synthetic/``, fields that no
-held-out measurement set covers. Nothing here names a domain or a word.
+held-out measurement set covers, and on the same requests in smaller random cuts of their
+domains, so that the size term is learned for domains of three tools as well as fifteen.
+Nothing here names a domain or a word.
 
 As planner evidence, every tool gets one unit: its log-odds times ``WEIGHT`` when above 0 (the
 request likely needs it), times ``AGAINST`` when below (a step that uses it costs more). The
@@ -24,6 +27,7 @@ request, not one more part of it. Both weights were chosen on the validation set
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,22 +42,26 @@ if TYPE_CHECKING:
     import numpy as np
 
 WEIGHTS = Path(__file__).with_name("needs.npz")
-SIMILARITIES = 4  # per word and tool, see similarities()
+SIMILARITIES = 5  # channels per word and tool, see similarities()
 WEIGHT = 0.4  # evidence per unit of a tool's log-odds above 0, against a step's cost of 1
-AGAINST = 0.75  # ... and per unit below 0, against the tool (docs/benchmarks.md: a zone
+AGAINST = 0.5  # ... and per unit below 0, against the tool (docs/benchmarks.md: a zone
 # below 0 that said nothing was measured and dropped)
 UNIT = "the request as a whole"  # how an explanation names the reader's evidence
 
 
 def similarities(state: np.ndarray, clause: np.ndarray, tools: np.ndarray) -> np.ndarray:
     """SIMILARITIES x W x J: each word's state and clause against each tool's text, raw and
-    standardised across the domain's tools (how far the tool stands out for that word)."""
+    standardised across the domain's tools (how far the tool stands out for that word), and
+    the log of the number of tools (the fewer tools a domain has, the likelier each one is a
+    step: in a three-tool domain most plans use one of three, in a fifteen-tool one of fifteen).
+    """
     import numpy as np
 
     out = []
     for rows in (state @ tools.T, clause @ tools.T):
         mean, spread = rows.mean(1, keepdims=True), rows.std(1, keepdims=True) + 1e-6
         out += [rows, (rows - mean) / spread]
+    out.append(np.full_like(out[0], math.log(max(tools.shape[0], 1))))
     return np.stack(out)
 
 
