@@ -12,6 +12,7 @@ from fllm_cli.domain.load import load_domain
 from fllm_cli.meaning.encoder import available
 from fllm_cli.search import needs, strategy
 from tests.conftest import bench_script, run_fllm
+from tests.search.test_type_roles import DARKROOM  # three tools, far below any fitted on
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENAGI = ROOT / "domains" / "openagi.yaml"
@@ -286,21 +287,3 @@ def test_in_a_three_tool_domain_the_tool_asked_for_is_likely(tmp_path: Path) -> 
         odds = needs.read(shared(), described, text)
         assert max(odds, key=odds.__getitem__) == wanted
         assert odds[wanted] > 0
-
-
-DARKROOM = """\
-fllm: 1
-name: darkroom
-description: Develop and print photographs.
-modalities:
-  film: {phrase: film roll, description: "an exposed roll of camera film, not yet developed"}
-  print: {phrase: print, description: "a photograph printed on paper"}
-  poster: {phrase: poster, description: "a large framed picture for a wall"}
-tools:
-  - {name: Developer, description: develops an exposed film into paper prints, inputs: [film],
-     output: print}
-  - {name: Retoucher, description: removes dust spots and scratches from a print,
-     inputs: [print], output: print}
-  - {name: Enlarger, description: blows a print up to wall size and frames it, inputs: [print],
-     output: poster}
-"""
