@@ -12,6 +12,7 @@ from fllm_cli.domain.load import load_domain
 from fllm_cli.meaning.encoder import available
 from fllm_cli.search import needs, strategy
 from tests.conftest import bench_script, run_fllm
+from tests.search.test_roles import refuses_other_shapes
 from tests.search.test_type_roles import DARKROOM  # three tools, far below any fitted on
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,18 +174,10 @@ def test_weights_of_another_shape_are_refused(
 ) -> None:
     """Weights written for another version of the features are not used (no crash mid-plan)."""
     good = _random_model(np.random.default_rng(4), rank=3)
-    path = tmp_path / "needs.npz"
-    needs.NeedModel(good.mix[:-1], *(getattr(good, k) for k in needs.NeedModel.fields()[1:])).save(
-        path
+    wrong = needs.NeedModel(
+        good.mix[:-1], *(getattr(good, k) for k in needs.NeedModel.fields()[1:])
     )
-    with pytest.raises(ValueError, match="mix has shape"):
-        needs.NeedModel.load(path)
-    monkeypatch.setattr(needs, "WEIGHTS", path)
-    monkeypatch.setattr(needs, "_MODEL", {})
-    assert needs.shipped_model() is None
-    good.save(path)
-    monkeypatch.setattr(needs, "_MODEL", {})
-    assert needs.shipped_model() is not None
+    refuses_other_shapes(needs, good, wrong, "mix", tmp_path / "needs.npz", monkeypatch)
 
 
 def test_log_odds_turn_into_evidence_for_and_against() -> None:

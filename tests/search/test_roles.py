@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -172,25 +173,31 @@ def test_the_reading_moves_the_choice_of_interface() -> None:
         assert (ranked[0][1], ranked[0][2]) == ((given,), wanted)
 
 
+def refuses_other_shapes(
+    module: Any, good: Any, wrong: Any, field: str, path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader ``module`` (roles, needs) refuses ``wrong`` weights (``field`` of another shape)
+    when loading them and stays silent with them shipped, and takes ``good`` ones."""
+    wrong.save(path)
+    with pytest.raises(ValueError, match=f"{field} has shape"):
+        type(good).load(path)
+    monkeypatch.setattr(module, "WEIGHTS", path)
+    monkeypatch.setattr(module, "_MODEL", {})
+    assert module.shipped_model() is None
+    good.save(path)
+    monkeypatch.setattr(module, "_MODEL", {})
+    assert module.shipped_model() is not None
+
+
 def test_weights_of_another_shape_are_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Weights written for another version of the features are not used (no crash mid-plan)."""
-    rng = np.random.default_rng(4)
-    good = _random_model(rng)
+    good = _random_model(np.random.default_rng(4))
     wrong = roles.RoleModel(
         good.naming[:, :-1], good.state, good.clause, good.structure, good.left, good.right
     )
-    path = tmp_path / "roles.npz"
-    wrong.save(path)
-    with pytest.raises(ValueError, match="naming has shape"):
-        roles.RoleModel.load(path)
-    monkeypatch.setattr(roles, "WEIGHTS", path)
-    monkeypatch.setattr(roles, "_MODEL", {})
-    assert roles.shipped_model() is None
-    good.save(path)
-    monkeypatch.setattr(roles, "_MODEL", {})
-    assert roles.shipped_model() is not None
+    refuses_other_shapes(roles, good, wrong, "naming", tmp_path / "roles.npz", monkeypatch)
 
 
 def test_unreadable_weights_are_tried_once(monkeypatch: pytest.MonkeyPatch) -> None:
