@@ -197,11 +197,19 @@ def main() -> None:
             right += got == sorted(task["inputs"]) and doc["output"] == task["output"]
         report["openagi-185-interface_right"] = round(right / len(tasks), 3)
     print(json.dumps(report, indent=2))
-    path = ROOT / "bench" / "plan_quality_results.json"
+    key = f"{args.model}|{args.search}" + ("|given-interface" if args.given_interface else "")
+    record(ROOT / "bench" / "plan_quality_results.json", key, report, partial=bool(args.set))
+
+
+def record(path: Path, key: str, report: dict, partial: bool) -> None:
+    """Keep ``report`` under ``key`` in the results file. A run of some sets only (``--set``)
+    updates those sets in the stored report and its split means, instead of replacing a full
+    run's figures with a few sets'."""
     old = json.loads(path.read_text()) if path.exists() else {}
-    old[f"{args.model}|{args.search}" + ("|given-interface" if args.given_interface else "")] = (
-        report
-    )
+    if partial and isinstance(old.get(key), dict):
+        report = {**old[key], **report}
+        report["splits"] = split_means(report)
+    old[key] = report
     path.write_text(json.dumps(old, indent=2) + "\n")
 
 

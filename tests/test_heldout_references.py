@@ -70,6 +70,22 @@ def test_split_means_average_their_sets_and_skip_incomplete_splits() -> None:
     assert means["validation"]["interface_right"] == round(0.2 * (n - 1) / 2, 3)
 
 
+def test_a_run_of_some_sets_updates_the_stored_report(tmp_path: Path) -> None:
+    """`--set` runs merge into the stored figures; a full run replaces them."""
+    pq = _plan_quality()
+    path = tmp_path / "results.json"
+    names = pq.SPLITS["validation"]
+    full = {n: {"f1": 0.5, "interface_right": 0.5} for n in names} | {"model": "m"}
+    pq.record(path, "m|s", full, partial=False)
+    pq.record(path, "m|s", {names[0]: {"f1": 1.0, "interface_right": 1.0}}, partial=True)
+    stored = json.loads(path.read_text())["m|s"]
+    assert stored[names[0]]["f1"] == 1.0 and stored[names[-1]]["f1"] == 0.5
+    assert stored["model"] == "m"
+    assert stored["splits"]["validation"]["f1"] == round(0.5 + 0.5 / len(names), 3)
+    pq.record(path, "m|s", {names[0]: {"f1": 0.0, "interface_right": 0.0}}, partial=False)
+    assert set(json.loads(path.read_text())["m|s"]) == {names[0]}
+
+
 def test_every_synthetic_training_request_is_valid() -> None:
     """The training material of the learned reader (bench/synthetic) holds only plans fllm
     accepts, in domains apart from every measured set."""
