@@ -69,7 +69,8 @@ def candidates(domain_path: Path, text: str, model: roles.RoleModel | None) -> l
     given = wanted = None
     if model is not None:
         types, sigs, own, texts, _ = domain_view(domain_path)
-        feats = roles.features(shared(), text, types, sigs, own, texts)
+        through = roles.THROUGH(shared(), model.adapter)  # as the planner reads
+        feats = None if through is None else roles.features(through, text, types, sigs, own, texts)
         if feats is not None:
             given, wanted = roles.scores(model, feats)
             order = feats.types

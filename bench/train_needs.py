@@ -14,7 +14,9 @@ needed tool scores above an unneeded one (AUC). Its worth in the planner is meas
 ``bench/weight_variants.py needs.WEIGHT=...``. Reading the 3,900 requests takes about 5
 minutes and is cached under /tmp (``--fresh`` after changing ``roles.context`` or the sets);
 a fit of 800 steps on the 5,400 requests and cuts takes about 9 minutes on 2 cores and is
-deterministic, so running this script as shipped writes the shipped ``needs.npz`` again.
+deterministic. This fit reads through the encoder as published; the shipped ``needs.npz`` is
+this fit tuned further, together with a small change to the encoder's top layers, by
+``bench/tune_readers.py`` (which starts from what this script writes).
 """
 
 from __future__ import annotations

