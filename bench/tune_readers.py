@@ -1,8 +1,8 @@
 """Tune the encoder's top layers for a learned reader, together with the reader's weights.
 
     .venv/bin/python bench/tune_readers.py prepare               # read the sets (project venv)
-    /tmp/tvenv/bin/python bench/tune_readers.py tune --reader needs   # fit (a PyTorch venv)
-    /tmp/tvenv/bin/python bench/tune_readers.py tune --reader roles
+    /tmp/tvenv/bin/python bench/tune_readers.py tune --reader needs --epochs 2  # (PyTorch venv)
+    /tmp/tvenv/bin/python bench/tune_readers.py tune --reader roles --epochs 3
     /tmp/tvenv/bin/python bench/tune_readers.py tune --reader needs --hold 6 --no-save
 
 The two learned readers (``src/fllm_cli/search/needs.py``, which tools a request needs;
@@ -97,7 +97,7 @@ def prepare(starts: dict[str, Path | None]) -> None:
     heads = {}
     for reader, module in (("needs", needs), ("roles", roles)):
         start = starts.get(reader) or module.WEIGHTS
-        with np.load(start) as data:
+        with np.load(start) as data:  # (tune writes "adapter:" itself: it runs without fllm)
             if any(k.startswith(roles.ADAPTER) for k in data.files):
                 sys.exit(f"{start} was tuned already; run bench/train_{reader}.py first (it "
                          "writes the reader fitted on the encoder as published)")  # fmt: skip

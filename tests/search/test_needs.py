@@ -327,6 +327,19 @@ def test_a_change_is_saved_with_the_weights_and_half_a_pair_is_refused(tmp_path:
     np.savez(tmp_path / "half.npz", **arrays)
     with pytest.raises(ValueError, match="lacks one of its two arrays"):
         needs.NeedModel.load(tmp_path / "half.npz")
+    for wrong, message in (
+        ((a, b[:, :, None]), "not a pair of rank-R matrices"),  # would broadcast to 3-D
+        ((a[0], b), "not a pair of rank-R matrices"),
+        ((a, np.where(b > 0, np.nan, b)), "not finite"),
+    ):
+        _with_change(model, TOP_MATRIX, *wrong).save(tmp_path / "wrong.npz")
+        with pytest.raises(ValueError, match=message):
+            needs.NeedModel.load(tmp_path / "wrong.npz")
+    from dataclasses import replace
+
+    replace(model, bias=np.array([np.inf])).save(tmp_path / "inf.npz")
+    with pytest.raises(ValueError, match="bias holds a value that is not finite"):
+        needs.NeedModel.load(tmp_path / "inf.npz")
 
 
 @needs_encoder
@@ -403,6 +416,12 @@ def test_the_lower_layers_are_shared_with_adapted_copies_and_kept_bounded(
     monkeypatch.setattr(module, "BELOW_KEPT", 3)
     base.embed([f"text number {i}" for i in range(10)])
     assert len(base._below) <= 3
+    # a change below the layers (the embeddings) changes every state: it keeps its own
+    words = "embeddings.word_embeddings"
+    low = base.adapted({words: (rng.normal(0, 0.05, (2, 384)), rng.normal(0, 0.05, (30522, 2)))})
+    assert low._below is not base._below
+    with pytest.raises(ValueError, match="not a pair of matrices"):
+        base.adapted({TOP_MATRIX: (np.zeros((2, 1536, 1)), np.zeros((384, 2)))})
 
 
 def test_the_tuning_script_reads_a_request_as_the_readers_do(tmp_path: Path) -> None:

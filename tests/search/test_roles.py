@@ -238,8 +238,18 @@ def test_the_shipped_role_reader_reads_through_its_own_encoder_change() -> None:
     through = roles.THROUGH(shared(), model.adapter)
     assert through is not None and through is not shared()
     other = needs.shipped_model()
-    assert other is not None and needs.THROUGH(shared(), other.adapter) is not through
+    assert other is not None
+    theirs = needs.THROUGH(shared(), other.adapter)
+    assert theirs is not None
     text = "Here's the contract; send me a summary."
-    assert not np.allclose(through.embed([text]), shared().embed([text]), atol=1e-3)
-    reading = roles.read(shared(), load_domain(ROOT / "domains" / "openagi.yaml"), text)
-    assert reading is not None and reading.types == ("image", "text")
+    mine = through.embed([text])
+    assert not np.allclose(mine, shared().embed([text]), atol=1e-3)
+    assert not np.allclose(mine, theirs.embed([text]), atol=1e-3)
+    domain = load_domain(ROOT / "domains" / "openagi.yaml")
+    reading = roles.read(shared(), domain, text)
+    assert reading is not None
+    expected = roles.scores(model, roles.features(through, text, *roles.domain_texts(domain)))
+    plain = roles.features(shared(), text, *roles.domain_texts(domain))
+    assert plain is not None
+    assert np.allclose(reading.given, expected[0]) and np.allclose(reading.wanted, expected[1])
+    assert not np.allclose(reading.given, roles.scores(model, plain)[0], atol=1e-3)

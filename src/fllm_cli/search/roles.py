@@ -185,10 +185,15 @@ def load_arrays(path: Path, names: Sequence[str]) -> dict[str, np.ndarray]:
 
 
 def check_shapes(arrays: Mapping[str, np.ndarray], shapes: Mapping[str, tuple[int, ...]]) -> None:
-    """Refuse weights written for another version of the features (ValueError names one)."""
+    """Refuse weights written for another version of the features, or holding a value that is
+    not finite (ValueError names one)."""
+    import numpy as np
+
     for name, shape in shapes.items():
         if arrays[name].shape != shape:
             raise ValueError(f"{name} has shape {arrays[name].shape}, not {shape}")
+        if not np.isfinite(arrays[name]).all():
+            raise ValueError(f"{name} holds a value that is not finite")
 
 
 # A reader's weights may have been fitted through a low-rank change to the encoder's matrices
@@ -199,8 +204,9 @@ Adapter = Mapping[str, tuple["np.ndarray", "np.ndarray"]]
 
 
 def load_adapter(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The encoder change stored in a weights file (empty when it has none; ValueError when
-    one array of a pair is missing)."""
+    """The encoder change stored in a weights file (empty when it has none). ValueError when
+    one array of a pair is missing, a pair is not two matrices of one rank (R x inputs and
+    outputs x R), or holds a value that is not finite."""
     import numpy as np
 
     with np.load(path) as data:
@@ -209,9 +215,23 @@ def load_adapter(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         for name in sorted({k.rsplit(".", 1)[0] for k in keys}):
             if f"{name}.a" not in keys or f"{name}.b" not in keys:
                 raise ValueError(f"the encoder change {name} lacks one of its two arrays")
-            a, b = data[f"{ADAPTER}{name}.a"], data[f"{ADAPTER}{name}.b"]
-            found[name] = (np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+            a = np.asarray(data[f"{ADAPTER}{name}.a"], dtype=np.float64)
+            b = np.asarray(data[f"{ADAPTER}{name}.b"], dtype=np.float64)
+            if a.ndim != 2 or b.ndim != 2 or a.shape[0] != b.shape[1]:
+                raise ValueError(f"the encoder change {name} is not a pair of rank-R matrices")
+            if not (np.isfinite(a).all() and np.isfinite(b).all()):
+                raise ValueError(f"the encoder change {name} holds a value that is not finite")
+            found[name] = (a, b)
     return found
+
+
+def save_weights(path: Path, arrays: Mapping[str, np.ndarray], adapter: Adapter) -> None:
+    """Write a reader's arrays and its encoder change to one file, as float32."""
+    import numpy as np
+
+    out: dict[str, np.ndarray] = {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()}
+    out.update(adapter_arrays(adapter))
+    np.savez(path, **out)  # type: ignore[arg-type]
 
 
 def adapter_arrays(adapter: Adapter) -> dict[str, np.ndarray]:
@@ -242,7 +262,7 @@ class Through:
             if last is None or last[0] is not encoder or last[1] is not adapter:
                 try:
                     adapted = encoder.adapted(adapter)  # type: ignore[attr-defined]
-                except (AttributeError, ValueError):
+                except (AttributeError, ValueError, IndexError):
                     adapted = None
                 last = self._last = (encoder, adapter, adapted)
             return last[2]
@@ -278,11 +298,7 @@ class RoleModel:
         return ("naming", "state", "clause", "structure", "left", "right")
 
     def save(self, path: Path) -> None:
-        import numpy as np
-
-        arrays = {k: getattr(self, k).astype(np.float32) for k in self.fields()}
-        arrays.update(adapter_arrays(self.adapter))
-        np.savez(path, **arrays)
+        save_weights(path, {k: getattr(self, k) for k in self.fields()}, self.adapter)
 
 
 def word_scores(model: RoleModel, feats: Features, role: int) -> np.ndarray:
