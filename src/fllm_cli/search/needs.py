@@ -43,8 +43,7 @@ from fllm_cli.search.roles import (
     Through,
     check_shapes,
     context,
-    load_adapter,
-    load_arrays,
+    load_weights,
     save_weights,
 )
 from fllm_cli.search.semantic import tool_texts
@@ -97,13 +96,13 @@ class NeedModel:
 
     @classmethod
     def load(cls, path: Path | None = None) -> NeedModel:
-        arrays = load_arrays(WEIGHTS if path is None else path, cls.fields())
+        arrays, adapter = load_weights(WEIGHTS if path is None else path, cls.fields())
         rank = arrays["left"].shape[-1] if arrays["left"].ndim == 2 else -1
         check_shapes(arrays, {
             "mix": (SIMILARITIES,), "bias": (1,), "cue": (384,), "left": (384, rank),
             "right": (384, rank), "clause_left": (384, rank), "clause_right": (384, rank),
         })  # fmt: skip
-        return cls(**arrays, adapter=load_adapter(WEIGHTS if path is None else path))
+        return cls(**arrays, adapter=adapter)
 
     def save(self, path: Path) -> None:
         save_weights(path, {k: getattr(self, k) for k in self.fields()}, self.adapter)

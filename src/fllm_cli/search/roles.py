@@ -176,12 +176,14 @@ def features(
     return Features(names, naming, state, clause, structure(names, tools, own), type_rows)
 
 
-def load_arrays(path: Path, names: Sequence[str]) -> dict[str, np.ndarray]:
-    """Read the named arrays of a weights file as float64 (OSError, KeyError when absent)."""
+def load_weights(path: Path, names: Sequence[str]) -> tuple[dict[str, np.ndarray], Adapter]:
+    """Read the named arrays of a weights file as float64, and the encoder change stored
+    beside them (see :func:`adapter_of`), opening the file once. OSError, KeyError when a file
+    or an array is absent; ValueError for a malformed change."""
     import numpy as np
 
     with np.load(path) as data:
-        return {k: np.asarray(data[k], dtype=np.float64) for k in names}
+        return {k: np.asarray(data[k], dtype=np.float64) for k in names}, adapter_of(data)
 
 
 def check_shapes(arrays: Mapping[str, np.ndarray], shapes: Mapping[str, tuple[int, ...]]) -> None:
@@ -203,25 +205,24 @@ ADAPTER = "adapter:"
 Adapter = Mapping[str, tuple["np.ndarray", "np.ndarray"]]
 
 
-def load_adapter(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The encoder change stored in a weights file (empty when it has none). ValueError when
-    one array of a pair is missing, a pair is not two matrices of one rank (R x inputs and
+def adapter_of(data: Mapping[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The encoder change among a weights file's arrays (empty when it has none). ValueError
+    when one array of a pair is missing, a pair is not two matrices of one rank (R x inputs and
     outputs x R), or holds a value that is not finite."""
     import numpy as np
 
-    with np.load(path) as data:
-        keys = [k.removeprefix(ADAPTER) for k in data.files if k.startswith(ADAPTER)]
-        found = {}
-        for name in sorted({k.rsplit(".", 1)[0] for k in keys}):
-            if f"{name}.a" not in keys or f"{name}.b" not in keys:
-                raise ValueError(f"the encoder change {name} lacks one of its two arrays")
-            a = np.asarray(data[f"{ADAPTER}{name}.a"], dtype=np.float64)
-            b = np.asarray(data[f"{ADAPTER}{name}.b"], dtype=np.float64)
-            if a.ndim != 2 or b.ndim != 2 or a.shape[0] != b.shape[1]:
-                raise ValueError(f"the encoder change {name} is not a pair of rank-R matrices")
-            if not (np.isfinite(a).all() and np.isfinite(b).all()):
-                raise ValueError(f"the encoder change {name} holds a value that is not finite")
-            found[name] = (a, b)
+    keys = [k.removeprefix(ADAPTER) for k in data if k.startswith(ADAPTER)]
+    found = {}
+    for name in sorted({k.rsplit(".", 1)[0] for k in keys}):
+        if f"{name}.a" not in keys or f"{name}.b" not in keys:
+            raise ValueError(f"the encoder change {name} lacks one of its two arrays")
+        a = np.asarray(data[f"{ADAPTER}{name}.a"], dtype=np.float64)
+        b = np.asarray(data[f"{ADAPTER}{name}.b"], dtype=np.float64)
+        if a.ndim != 2 or b.ndim != 2 or a.shape[0] != b.shape[1]:
+            raise ValueError(f"the encoder change {name} is not a pair of rank-R matrices")
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            raise ValueError(f"the encoder change {name} holds a value that is not finite")
+        found[name] = (a, b)
     return found
 
 
@@ -235,7 +236,7 @@ def save_weights(path: Path, arrays: Mapping[str, np.ndarray], adapter: Adapter)
 
 
 def adapter_arrays(adapter: Adapter) -> dict[str, np.ndarray]:
-    """An encoder change as the arrays :func:`load_adapter` reads back."""
+    """An encoder change as the arrays :func:`adapter_of` reads back."""
     import numpy as np
 
     out = {}
@@ -285,13 +286,13 @@ class RoleModel:
     @classmethod
     def load(cls, path: Path | None = None) -> RoleModel:
 
-        arrays = load_arrays(WEIGHTS if path is None else path, cls.fields())
+        arrays, adapter = load_weights(WEIGHTS if path is None else path, cls.fields())
         rank = arrays["left"].shape[-1] if arrays["left"].ndim == 3 else -1
         check_shapes(arrays, {
             "naming": (2, NAMING), "state": (2, 384), "clause": (2, 384),
             "structure": (2, STRUCTURE), "left": (2, 384, rank), "right": (2, 384, rank),
         })  # fmt: skip
-        return cls(**arrays, adapter=load_adapter(WEIGHTS if path is None else path))
+        return cls(**arrays, adapter=adapter)
 
     @staticmethod
     def fields() -> tuple[str, ...]:
