@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/tune_readers.py prepare               # read the sets (project venv)
     /tmp/tvenv/bin/python bench/tune_readers.py tune --reader needs --epochs 2  # (PyTorch venv)
-    /tmp/tvenv/bin/python bench/tune_readers.py tune --reader roles --epochs 3
+    /tmp/tvenv/bin/python bench/tune_readers.py tune --reader roles --epochs 5
     /tmp/tvenv/bin/python bench/tune_readers.py tune --reader needs --hold 6 --no-save
 
 The two learned readers (``src/fllm_cli/search/needs.py``, which tools a request needs;
@@ -18,11 +18,15 @@ only that reader reads through it: the meaning signal and the other reader keep 
 
 ``prepare`` runs in the project's venv and writes what the fit reads (texts, word spans,
 clauses, plans, interfaces, and each reader's starting weights) to ``/tmp/fllm_tune.pkl``;
-the starting weights are the shipped files, which must be the plain fits of
-``train_needs.py`` / ``train_roles.py`` (run those first to reproduce). ``tune`` needs
+the starting weights are the shipped files, which must be plain fits of
+``train_needs.py`` / ``train_roles.py``, or the files given with ``--start-needs`` /
+``--start-roles``. The shipped readers started from the plain fits on the first 120 synthetic
+domains, the files of commit 7bf4135 (``git show 7bf4135:src/fllm_cli/search/roles.npz >
+/tmp/plain_roles.npz``, likewise ``needs.npz``). The tool reader was tuned on those 120 domains
+(two passes, stop 47); the role reader on all 160 (five passes, stop 48). ``tune`` needs
 PyTorch, which fllm itself never imports; make a venv for it outside the repository:
 ``python3 -m venv /tmp/tvenv && /tmp/tvenv/bin/pip install torch==2.13.0 safetensors
-tokenizers numpy``. It fits ``--epochs`` passes over the synthetic domains (2-4 minutes each
+tokenizers numpy``. It fits ``--epochs`` passes over the synthetic domains (3-6 minutes each
 on 2 cores), reports the reader alone on the development and validation sets (and on
 ``--hold`` synthetic domains left out, if asked) after each, and writes the reader's weights
 file unless ``--no-save``. The same seed gives the same fit.

@@ -211,7 +211,7 @@ LAST_IS_OUTPUT = 0.15  # the last type named is usually what the request wants b
 LAST_ASKED = 0.5  # the output of the tool the request's last pointing part asks for
 FIRST_ASKED = 0.3  # inputs that can feed the tool the request's first pointing part asks for
 ROLE_FIT = 1.0  # per type named out of its only role (see role_fit)
-ROLE_READING = 0.5  # per unit of the learned reading's log-probability (search/roles.py)
+ROLE_READING = 1.0  # per unit of the learned reading's log-probability (search/roles.py)
 
 
 def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
