@@ -8,7 +8,7 @@ from fllm_cli import api
 from fllm_cli.domain.load import load_domain
 from fllm_cli.llm.simple import RandomModel
 from fllm_cli.meaning import encoder
-from fllm_cli.search import needs, semantic
+from fllm_cli.search import needs, roles, semantic
 
 
 def test_the_lead_is_counted_in_standard_deviations_and_only_for_the_best() -> None:
@@ -49,9 +49,11 @@ def test_a_short_part_that_clearly_points_at_one_tool_brings_it_in(
     assert _tools(openagi, request_text) == {main, "Machine Translation"}
 
     monkeypatch.setattr(semantic, "LEAD", 0.0)
-    # the learned tool reader also reads "in French" as translation; the lead's own effect is
-    # seen with it silent
+    # the learned readers also read "in French" as translation (the tool reader) or as a text
+    # given (the role reader, when the tool reader is silent); the lead's own effect is seen
+    # with both silent
     monkeypatch.setattr(needs, "_MODEL", {"model": None})
+    monkeypatch.setattr(roles, "_MODEL", {"model": None})
     worth = semantic.relevance(encoder.shared(), described, request_text).matched
     assert worth["Machine Translation"][part] < semantic.STEP_COST
     assert _tools(openagi, request_text) == {main}

@@ -416,6 +416,23 @@ def test_the_lower_layers_are_shared_with_adapted_copies_and_kept_bounded(
     monkeypatch.setattr(module, "BELOW_KEPT", 3)
     base.embed([f"text number {i}" for i in range(10)])
     assert len(base._below) <= 3
+    # a copy that changes a lower layer moves where the encoder keeps its states, so the texts
+    # the encoder reads afterwards are shared with that copy too; neither reading changes
+    deeper = base.adapted(
+        {
+            "encoder.layer.2.output.dense": (
+                rng.normal(0, 0.05, (2, 1536)),
+                rng.normal(0, 0.05, (384, 2)),
+            )
+        }
+    )
+    other = "Glue the broken handle back onto the mug."
+    published = base._layers(base._tokens(other), 0, module.LAYERS)
+    assert np.allclose(base._states(other), published, atol=1e-5)
+    assert (2, other) in base._below and deeper._below is base._below
+    expected = deeper._layers(deeper._tokens(other), 0, module.LAYERS)
+    assert np.allclose(deeper._states(other), expected, atol=1e-5)
+    assert np.allclose(copy._states(text), full, atol=1e-5)  # the first copy reads as before
     # a change below the layers (the embeddings) changes every state: it keeps its own
     words = "embeddings.word_embeddings"
     low = base.adapted({words: (rng.normal(0, 0.05, (2, 384)), rng.normal(0, 0.05, (30522, 2)))})

@@ -8,7 +8,7 @@ from fllm_cli import api
 from fllm_cli.domain.load import load_domain
 from fllm_cli.llm.simple import RandomModel
 from fllm_cli.meaning import encoder
-from fllm_cli.search import interface
+from fllm_cli.search import interface, needs, roles
 from fllm_cli.search.interface import plan_shape_cost, plan_tree, round_trips
 
 
@@ -48,22 +48,24 @@ def test_a_weak_part_no_longer_buys_a_detour(openagi: str, monkeypatch: pytest.M
     """Without the cost, "describe this photo" also brings a question-answering step whose
     question is a second input, and the plan ends in text; with it, the request's two steps.
 
-    The learned reading's weight is held at 0.5, where the cost was chosen: at the shipped
-    1.0 the role reader settles this request's interface by itself (it reads "in a sentence"
-    as the text wanted back, wrongly, with or without the cost), which is not what this tests."""
-    monkeypatch.setattr(interface, "ROLE_READING", 0.5)
+    The cost's own effect is seen with the learned readers silent (as when their weights
+    files are missing): at the shipped weights the role reader reads "in a sentence" as the
+    text wanted back and settles this request's interface by itself, with or without the cost
+    (a misreading recorded in docs/benchmarks.md)."""
+    monkeypatch.setattr(needs, "_MODEL", {"model": None})
+    monkeypatch.setattr(roles, "_MODEL", {"model": None})
     request = (
         "Let's play telephone with pictures: describe this photo in a sentence, then paint a "
         "brand-new picture from that sentence alone."
     )
+    right = ({"Image Captioning", "Text to Image Generation"}, ["image"], "image")
 
     def plan() -> tuple[set[str], list[str], str]:
         doc = api.plan_task(openagi, request, RandomModel(1)).document
         tools = {w for w in doc["word"] if not w.startswith("input:")}
         return tools, sorted(dict(doc["inputs"]).values()), doc["output"]
 
-    assert plan() == ({"Image Captioning", "Text to Image Generation"}, ["image"], "image")
+    assert plan() == right
     monkeypatch.setattr(interface, "ROUND_TRIP", 0.0)
     tools, inputs, output = plan()
-    assert (tools, inputs, output) != ({"Image Captioning", "Text to Image Generation"},
-                                       ["image"], "image")  # fmt: skip
+    assert (tools, inputs, output) != right

@@ -137,6 +137,8 @@ class Encoder:
         other._first = min(first, self._first)
         if other._first == 0:  # its states differ from the first layer on: share none of them
             other._below = {}
+        else:  # keep this encoder's own states where the copy starts, so it reads them too
+            self._first = other._first
         return other
 
     def _embed_one(self, text: str) -> np.ndarray:

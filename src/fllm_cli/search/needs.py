@@ -16,7 +16,7 @@ The weights (five scalars, a bias, a context detector and two rank-8 maps) were 
 held-out measurement set covers, and on the same requests in smaller random cuts of their
 domains, so that the size term is learned for domains of three tools as well as fifteen. They
 were then tuned by ``bench/tune_readers.py`` together with a small change to the encoder's top
-two layers (rank 8 per matrix), which this reader alone reads through: MiniLM as published
+four layers (rank 8 per matrix), which this reader alone reads through: MiniLM as published
 puts some purposes far from the words that ask for them. Nothing here names a domain or a word.
 
 As planner evidence, every tool gets one unit: its log-odds times ``WEIGHT`` when above 0 (the

@@ -12,7 +12,7 @@ many tools read or make it).
 The weights are few (two context detectors of 384 numbers per role, a handful of scalars) and
 were fitted by ``bench/train_roles.py`` on synthetic tool domains written for the purpose, in
 fields that none of the held-out measurement sets cover, then tuned by
-``bench/tune_readers.py`` together with a small change to the encoder's top two layers, which
+``bench/tune_readers.py`` together with a small change to the encoder's top four layers, which
 this reader alone reads through (stored in its weights file; see :class:`Through`). Nothing
 here names a domain or a word.
 """
