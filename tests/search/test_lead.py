@@ -39,7 +39,13 @@ def test_a_short_part_that_clearly_points_at_one_tool_brings_it_in(
     openagi: str, monkeypatch: pytest.MonkeyPatch, request_text: str, main: str
 ) -> None:
     """ "in Italian" is only modestly similar to Machine Translation, too little to pay for a
-    step; but no other tool comes near it, and that lead is what makes it a request."""
+    step; but no other tool comes near it, and that lead is what makes it a request.
+
+    The learned readers are silent throughout: the tool reader also reads "in French" as
+    translation, and with it silent the role reader reads "in Italian" as a text given; the
+    lead's own effect is what this tests."""
+    monkeypatch.setattr(needs, "_MODEL", {"model": None})
+    monkeypatch.setattr(roles, "_MODEL", {"model": None})
     domain = load_domain(openagi)
     described = {t.name: t.description for t in domain.tools}
     worth = semantic.relevance(encoder.shared(), described, request_text).matched
@@ -49,11 +55,6 @@ def test_a_short_part_that_clearly_points_at_one_tool_brings_it_in(
     assert _tools(openagi, request_text) == {main, "Machine Translation"}
 
     monkeypatch.setattr(semantic, "LEAD", 0.0)
-    # the learned readers also read "in French" as translation (the tool reader) or as a text
-    # given (the role reader, when the tool reader is silent); the lead's own effect is seen
-    # with both silent
-    monkeypatch.setattr(needs, "_MODEL", {"model": None})
-    monkeypatch.setattr(roles, "_MODEL", {"model": None})
     worth = semantic.relevance(encoder.shared(), described, request_text).matched
     assert worth["Machine Translation"][part] < semantic.STEP_COST
     assert _tools(openagi, request_text) == {main}

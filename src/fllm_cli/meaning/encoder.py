@@ -105,7 +105,10 @@ class Encoder:
         # this encoder and its copies (copy.copy keeps the same dict), so a text the planner
         # and a reader both read goes through the lower layers once.
         self._below: dict[tuple[int, str], np.ndarray] = {}
-        self._first = LAYERS - 2  # where this encoder's hidden states are kept for its copies
+        # Where this encoder's hidden states are kept for its copies: where the shipped readers'
+        # changes start (the top four layers), so texts read before a copy exists are shared
+        # too; a copy that starts lower moves it there (see adapted).
+        self._first = LAYERS - 4
 
     def adapted(self, delta: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> Encoder:
         """A copy of this encoder with a low-rank change added to some weight matrices.
@@ -114,8 +117,10 @@ class Encoder:
         ``a`` of R x inputs and ``b`` of outputs x R, and the copy computes with ``W + b @ a``.
         The tokenizer and the unchanged weights are shared, and so are the hidden states kept
         below the first layer the change touches (``_below``); the copy has its own cache of
-        embeddings. Raises ValueError for a name the encoder lacks, or arrays that are not two
-        matrices that fit it."""
+        embeddings. When the change starts below the layer this encoder keeps its states at
+        (but above the embeddings), this encoder keeps them at the copy's layer from then on.
+        Raises ValueError for a name the encoder lacks, or arrays that are not two matrices
+        that fit it."""
         weights = dict(self._w)
         first = LAYERS
         for name, (a, b) in delta.items():
