@@ -17,6 +17,9 @@ in this process:
   calling ``fllm_cli.cli.app.main(args)`` in this process (fast; error funnel included)
   and asserting that no traceback was printed.
 
+The ``readers_silent`` fixture switches both learned readers (``search.needs``,
+``search.roles``) off for one test, for tests that show another mechanism on its own.
+
 The ``stub_server`` fixture yields a started ``tests.stub_server.StubServer``: a scripted
 OpenAI-compatible server on 127.0.0.1 (replies, HTTP errors, slow or broken answers).
 
@@ -104,6 +107,15 @@ def golden(request: pytest.FixtureRequest) -> Callable[[Path, str], None]:
         assert text == path.read_text(encoding="utf-8"), f"output differs from {path}"
 
     return check
+
+
+@pytest.fixture
+def readers_silent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both learned readers answer nothing for this test, as when their weights are missing."""
+    from fllm_cli.search import needs, roles
+
+    monkeypatch.setattr(needs, "_MODEL", {"model": None})
+    monkeypatch.setattr(roles, "_MODEL", {"model": None})
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from fllm_cli import api
 from fllm_cli.domain.load import load_domain
 from fllm_cli.llm.simple import RandomModel
 from fllm_cli.meaning import encoder
-from fllm_cli.search import needs, roles, semantic
+from fllm_cli.search import semantic
 
 
 def test_the_lead_is_counted_in_standard_deviations_and_only_for_the_best() -> None:
@@ -28,6 +28,7 @@ def _tools(domain: str, request: str) -> set[str]:
 
 
 @needs_encoder
+@pytest.mark.usefixtures("readers_silent")
 @pytest.mark.parametrize(
     ("request_text", "main"),
     [
@@ -44,8 +45,6 @@ def test_a_short_part_that_clearly_points_at_one_tool_brings_it_in(
     The learned readers are silent throughout: the tool reader also reads "in French" as
     translation, and with it silent the role reader reads "in Italian" as a text given; the
     lead's own effect is what this tests."""
-    monkeypatch.setattr(needs, "_MODEL", {"model": None})
-    monkeypatch.setattr(roles, "_MODEL", {"model": None})
     domain = load_domain(openagi)
     described = {t.name: t.description for t in domain.tools}
     worth = semantic.relevance(encoder.shared(), described, request_text).matched

@@ -8,7 +8,7 @@ from fllm_cli import api
 from fllm_cli.domain.load import load_domain
 from fllm_cli.llm.simple import RandomModel
 from fllm_cli.meaning import encoder
-from fllm_cli.search import interface, needs, roles
+from fllm_cli.search import interface
 from fllm_cli.search.interface import plan_shape_cost, plan_tree, round_trips
 
 
@@ -44,6 +44,7 @@ needs_encoder = pytest.mark.skipif(not encoder.available(), reason="the encoder 
 
 
 @needs_encoder
+@pytest.mark.usefixtures("readers_silent")
 def test_a_weak_part_no_longer_buys_a_detour(openagi: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the cost, "describe this photo" also brings a question-answering step whose
     question is a second input, and the plan ends in text; with it, the request's two steps.
@@ -52,8 +53,6 @@ def test_a_weak_part_no_longer_buys_a_detour(openagi: str, monkeypatch: pytest.M
     files are missing): at the shipped weights the role reader reads "in a sentence" as the
     text wanted back and settles this request's interface by itself, with or without the cost
     (a misreading recorded in docs/benchmarks.md)."""
-    monkeypatch.setattr(needs, "_MODEL", {"model": None})
-    monkeypatch.setattr(roles, "_MODEL", {"model": None})
     request = (
         "Let's play telephone with pictures: describe this photo in a sentence, then paint a "
         "brand-new picture from that sentence alone."
