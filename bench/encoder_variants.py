@@ -118,7 +118,7 @@ class MPNet:
         out: np.ndarray = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
         return out
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], lasting: bool = False) -> np.ndarray:
         for t in texts:
             if t not in self.cache:
                 self.cache[t] = self._one(t)
@@ -132,7 +132,7 @@ class Scaled:
     def __init__(self, inner: object, a: float, b: float) -> None:
         self.inner, self.a, self.b = inner, a, b
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], lasting: bool = False) -> np.ndarray:
         rows = self.inner.embed(texts)  # type: ignore[attr-defined]
         extra = np.full((len(rows), 1), math.sqrt(max(self.b, 0.0)))
         return np.concatenate([rows * math.sqrt(self.a), extra], 1)
@@ -144,7 +144,7 @@ class Mixed:
     def __init__(self, first: object, second: object, w: float) -> None:
         self.first, self.second, self.w = first, second, w
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], lasting: bool = False) -> np.ndarray:
         a = self.first.embed(texts) * math.sqrt(1 - self.w)  # type: ignore[attr-defined]
         b = self.second.embed(texts) * math.sqrt(self.w)  # type: ignore[attr-defined]
         return np.concatenate([a, b], 1)

@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "fllm_cli"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("diagnostics", "resources", "__init__"),
     ("errors",),
-    ("textio",),
+    ("textio", "keystore"),
     ("prompts", "llm", "sexp", "content", "meaning"),
     ("domain", "travel", "toolset"),
     ("grammar",),

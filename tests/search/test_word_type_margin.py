@@ -26,7 +26,7 @@ class Encoder:
         self.axes = [*semantic.tool_texts(TOOLS).values(), RECORDING, TEXT, "elsewhere"]
         self.words = words
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], lasting: bool = False) -> np.ndarray:
         rows = []
         for text in texts:
             row = np.zeros(len(self.axes))

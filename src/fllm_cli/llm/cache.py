@@ -1,8 +1,8 @@
 """On-disk cache of model replies, keyed by (model, full prompt, parameters).
 
-One SQLite file under ``$FLLM_HOME`` (default ``~/.cache/fllm``) in WAL mode, so several fllm
-processes can read and write it at once. A damaged file is reported on one stderr line, renamed
-aside and replaced by an empty one: a cache must never be the reason a run fails.
+One SQLite file under ``$FLLM_HOME`` (default ``~/.cache/fllm``), kept by ``keystore``'s
+``SqliteStore``: several fllm processes read and write it at once, and a damaged or unusable
+file costs one warning line, never the run.
 """
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from fllm_cli.keystore import SqliteStore, fllm_home
+
+__all__ = ["FILE_NAME", "ResponseCache", "cache_for", "cache_key", "fllm_home", "open_cache"]
 
 SCHEMA_VERSION = 1
 FILE_NAME = "replies.sqlite3"
@@ -23,15 +24,6 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS replies ("
     " key TEXT PRIMARY KEY, model TEXT NOT NULL, text TEXT NOT NULL, created REAL NOT NULL)"
 )
-
-
-def fllm_home() -> Path:
-    """Return the folder fllm keeps its state in: ``$FLLM_HOME`` or the user's cache dir."""
-    explicit = os.environ.get("FLLM_HOME")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "fllm"
 
 
 def cache_key(model: str, prompt: str, params: dict[str, Any]) -> str:
@@ -42,21 +34,16 @@ def cache_key(model: str, prompt: str, params: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _warn(message: str) -> None:
-    sys.stderr.write(f"fllm: warning: {message}\n")
-    sys.stderr.flush()
-
-
-class ResponseCache:
+class ResponseCache(SqliteStore):
     """Replies already paid for, shared by every process that uses the same file."""
 
+    SCHEMA = _SCHEMA
+    LABEL = "response cache"
+
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else fllm_home() / FILE_NAME
+        super().__init__(Path(path) if path is not None else fllm_home() / FILE_NAME)
         self.hits = 0
         self.misses = 0
-        self.disabled = False
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
 
     def get(self, model: str, prompt: str, params: dict[str, Any]) -> str | None:
         """Return the stored reply, or None on a miss (or when the cache is unusable)."""
@@ -79,88 +66,6 @@ class ResponseCache:
     def __len__(self) -> int:
         rows = self._run("SELECT COUNT(*) FROM replies", ())
         return int(rows[0][0]) if rows else 0
-
-    def close(self) -> None:
-        """Close the connection (the file stays)."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def _run(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        """Execute one statement; on corruption set the file aside once and retry."""
-        if self.disabled:
-            return []
-        with self._lock:
-            for attempt in range(2):
-                try:
-                    conn = self._connect()
-                    with conn:
-                        return list(conn.execute(sql, args).fetchall())
-                except sqlite3.OperationalError as exc:
-                    # Locked past the busy timeout, read-only folder...: skip this entry only.
-                    if "locked" in str(exc) or "busy" in str(exc):
-                        return []
-                    if attempt == 0 and _looks_corrupt(exc):
-                        self._set_aside(exc)
-                        continue
-                    self._disable(exc)
-                    return []
-                except sqlite3.DatabaseError as exc:
-                    if attempt == 0:
-                        self._set_aside(exc)
-                        continue
-                    self._disable(exc)
-                    return []
-                except OSError as exc:  # the folder cannot be created or written
-                    self._disable(exc)
-                    return []
-        return []
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=10.0, check_same_thread=False)
-            try:
-                conn.execute("PRAGMA busy_timeout = 10000")
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
-                conn.execute(_SCHEMA)
-                conn.commit()
-            except sqlite3.Error:
-                conn.close()
-                raise
-            self._conn = conn
-        return self._conn
-
-    def _set_aside(self, exc: BaseException) -> None:
-        """Rename a damaged cache file (and its WAL side files) so a fresh one can start."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}-{os.getpid()}")
-        try:
-            if self.path.exists():
-                os.replace(self.path, aside)
-            for suffix in ("-wal", "-shm"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-        except OSError as err:
-            self._disable(err)
-            return
-        _warn(f"response cache {self.path} is damaged ({exc}); moved it to {aside.name}")
-
-    def _disable(self, exc: BaseException) -> None:
-        if not self.disabled:
-            _warn(f"response cache {self.path} is unusable ({exc}); running without it")
-        self.disabled = True
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-
-def _looks_corrupt(exc: sqlite3.Error) -> bool:
-    text = str(exc).lower()
-    return "malformed" in text or "not a database" in text or "corrupt" in text
 
 
 _SHARED: dict[Path, ResponseCache] = {}

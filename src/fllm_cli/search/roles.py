@@ -43,7 +43,7 @@ NAMING = 5  # ways a word can name a type, see features()
 
 
 class Encoder(Protocol):
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str], lasting: bool = False) -> np.ndarray: ...
 
     def token_states(self, text: str) -> np.ndarray: ...
 
@@ -155,7 +155,7 @@ def features(
         return None
     found, state, clause = read
     names = tuple(types)
-    type_rows = encoder.embed([types[t] for t in names])
+    type_rows = encoder.embed([types[t] for t in names], lasting=True)
     word_rows = encoder.embed([w.lower() for w, _, _ in found])
     alone = word_rows @ type_rows.T
     lowered = {w.lower() for w, _, _ in found}
@@ -166,7 +166,7 @@ def features(
     else:
         other = np.zeros_like(alone)
     tool_best = (
-        (word_rows @ encoder.embed(list(tool_texts)).T).max(1, keepdims=True)
+        (word_rows @ encoder.embed(list(tool_texts), lasting=True).T).max(1, keepdims=True)
         if tool_texts
         else np.zeros((len(found), 1))
     )

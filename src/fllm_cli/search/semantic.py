@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 
 class Embedder(Protocol):
-    def embed(self, texts: list[str]) -> np.ndarray: ...
+    def embed(self, texts: list[str], lasting: bool = False) -> np.ndarray: ...
 
 
 def parts(text: str) -> list[str]:
@@ -114,8 +114,8 @@ def similarities(
     if not symbols or not found:
         return found, symbols, encoder.embed([])[:0, :0], None
     rows = encoder.embed([u for u, _ in found])
-    sims = rows @ encoder.embed([texts[s] for s in symbols]).T
-    type_best = (rows @ encoder.embed(list(types)).T).max(1) if types else None
+    sims = rows @ encoder.embed([texts[s] for s in symbols], lasting=True).T
+    type_best = (rows @ encoder.embed(list(types), lasting=True).T).max(1) if types else None
     return found, symbols, sims, type_best
 
 
@@ -185,9 +185,9 @@ def type_mentions(
         return []
     texts = [type_text(p, d) for p, d in types.values()]
     rows = encoder.embed(content)
-    by_type = rows @ encoder.embed(texts).T
+    by_type = rows @ encoder.embed(texts, lasting=True).T
     tools = tool_texts(described)
-    by_tool = rows @ encoder.embed(list(tools.values())).T if tools else None
+    by_tool = rows @ encoder.embed(list(tools.values()), lasting=True).T if tools else None
     found: list[str] = []
     for i, w in enumerate(content):
         exact = [n for n in names if any(same_word(w, f) for f in own[n])]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from fllm_cli.llm.cache import fllm_home
+from fllm_cli.keystore import fllm_home
 
 
 def threads() -> int:
