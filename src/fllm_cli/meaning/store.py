@@ -5,11 +5,12 @@ encoder and through each learned reader's adapted copy: most of a warm run's tim
 are the same run after run, so their vectors are kept in ``vectors.sqlite3`` under
 ``fllm_home()`` (``keystore.SqliteStore``: shared by processes, never the reason a run fails).
 
-A row's key is a digest of the encoder's fingerprint (its weights, any low-rank change, and the
-encoder's own source) and the text, so a changed model, reader or forward pass never reads an
-old vector. Only texts a caller marks as lasting are kept (a domain's texts, not requests);
-past ``CAP`` rows the oldest are dropped. ``$FLLM_NO_CACHE`` switches the store off, as it does
-the reply cache.
+A row's key is a digest of the encoder's fingerprint (its weights' recorded sha256, any
+low-rank change, the tokenizer and NumPy versions, and the encoder's own source) and the text,
+so a changed model, reader or forward pass never reads an old vector. Only texts a caller marks
+as lasting are kept (a domain's texts, not requests); past ``CAP`` rows the earliest written
+are dropped; a row that is not a unit vector is a miss. ``$FLLM_NO_CACHE`` switches the store
+off, as it does the reply cache.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ class VectorStore(SqliteStore):
 
     SCHEMA = (
         "CREATE TABLE IF NOT EXISTS vectors"
-        " (key TEXT PRIMARY KEY, vec BLOB NOT NULL, created REAL NOT NULL)"
+        " (key TEXT PRIMARY KEY, vec BLOB NOT NULL, created REAL NOT NULL)",
     )
+    VERSION = 1
     LABEL = "vector cache"
 
     def __init__(self, path: str | Path | None = None, dim: int = 384) -> None:
@@ -56,11 +58,14 @@ class VectorStore(SqliteStore):
             rows = self._run(f"SELECT key, vec FROM vectors WHERE key IN ({marks})", tuple(chunk))
             for name, blob in rows:
                 if isinstance(blob, bytes) and len(blob) == 4 * self.dim:
-                    found[str(name)] = np.frombuffer(blob, dtype=np.float32).copy()
+                    vec = np.frombuffer(blob, dtype=np.float32).copy()
+                    # a damaged row is a miss (and is written again): a unit vector or nothing
+                    if np.isfinite(vec).all() and abs(float(np.linalg.norm(vec)) - 1.0) < 1e-3:
+                        found[str(name)] = vec
         return found
 
     def put(self, vectors: Mapping[str, np.ndarray]) -> None:
-        """Store ``vectors`` by key, then drop the oldest rows past ``CAP``."""
+        """Store ``vectors`` by key, then drop the earliest written rows past ``CAP``."""
         if not vectors:
             return
         now = time.time()
@@ -69,7 +74,7 @@ class VectorStore(SqliteStore):
             ((k, np.asarray(v, dtype=np.float32).tobytes(), now) for k, v in vectors.items()),
         )
         self._run(
-            "DELETE FROM vectors WHERE rowid IN (SELECT rowid FROM vectors ORDER BY created"
+            "DELETE FROM vectors WHERE rowid IN (SELECT rowid FROM vectors ORDER BY rowid"
             " LIMIT max(0, (SELECT COUNT(*) FROM vectors) - ?))",
             (CAP,),
         )
