@@ -22,10 +22,12 @@ the starting weights are the shipped files, which must be plain fits of
 ``train_needs.py`` / ``train_roles.py``, or the files given with ``--start-needs`` /
 ``--start-roles``. The shipped readers started from the plain fits on the first 120 synthetic
 domains, the files of commit 7bf4135 (``git show 7bf4135:src/fllm_cli/search/roles.npz >
-/tmp/plain_roles.npz``, likewise ``needs.npz``). Both shipped readers were tuned on all 160
-domains with the top four layers adapted at rate 5e-4 (the defaults; stop 49): the tool reader
-for two passes (``--epochs 2``), the role reader for three (``--epochs 3``). ``tune`` needs
-PyTorch, which fllm itself never imports; make a venv for it outside the repository:
+/tmp/plain_roles.npz``, likewise ``needs.npz``). Both shipped readers were tuned on the 160
+domains of rounds one to four (``bench/synthetic`` before commit 01b301b; the fifth round did
+not improve them, docs/benchmarks.md) with the top four layers adapted at rate 5e-4 (the
+defaults; stop 49): the tool reader for two passes (``--epochs 2``), the role reader for
+three (``--epochs 3``). ``tune`` needs PyTorch, which fllm itself never imports; make a venv
+for it outside the repository:
 ``python3 -m venv /tmp/tvenv && /tmp/tvenv/bin/pip install torch==2.13.0 safetensors
 tokenizers numpy``. It fits ``--epochs`` passes over the synthetic domains (6-12 minutes
 each on 2 cores with four layers adapted), reports the reader alone on the development and
