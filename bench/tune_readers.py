@@ -23,11 +23,11 @@ the starting weights are the shipped files, which must be plain fits of
 ``--start-roles``. The shipped readers started from the plain fits on the first 120 synthetic
 domains, the files of commit 7bf4135 (``git show 7bf4135:src/fllm_cli/search/roles.npz >
 /tmp/plain_roles.npz``, likewise ``needs.npz``). Both shipped readers were tuned on the 160
-domains of rounds one to four (``bench/synthetic`` before commit 01b301b; the fifth round did
-not improve them, docs/benchmarks.md) with the top four layers adapted at rate 5e-4 (the
-defaults; stop 49): the tool reader for two passes (``--epochs 2``), the role reader for
-three (``--epochs 3``). ``tune`` needs PyTorch, which fllm itself never imports; make a venv
-for it outside the repository:
+domains of rounds one to four (``prepare --leave-out bench/synthetic/round5.txt``, which names
+the fifth round's forty; the fifth round did not improve them, docs/benchmarks.md) with the
+top four layers adapted at rate 5e-4 (the defaults; stop 49): the tool reader for two passes
+(``--epochs 2``), the role reader for three (``--epochs 3``). ``tune`` needs PyTorch, which
+fllm itself never imports; make a venv for it outside the repository:
 ``python3 -m venv /tmp/tvenv && /tmp/tvenv/bin/pip install torch==2.13.0 safetensors
 tokenizers numpy``. It fits ``--epochs`` passes over the synthetic domains (6-12 minutes
 each on 2 cores with four layers adapted), reports the reader alone on the development and
@@ -87,7 +87,7 @@ def domain_record(domain, rows: list[dict]) -> dict:
     return {"tools": tool_rows, "types": [types[t] for t in kinds], "requests": requests}
 
 
-def prepare(starts: dict[str, Path | None]) -> None:
+def prepare(starts: dict[str, Path | None], leave_out: Path | None = None) -> None:
     sys.path.insert(0, str(ROOT / "src"))
     sys.path.insert(0, str(ROOT / "bench"))
     from plan_quality import SPLITS, request_sets
@@ -99,7 +99,11 @@ def prepare(starts: dict[str, Path | None]) -> None:
 
     held = request_sets()
     sets = {n: held[n] for split in ("dev", "validation") for n in SPLITS[split]}
-    sets.update({f"synthetic:{n}": v for n, v in synthetic_sets().items()})
+    left = set(leave_out.read_text().split()) if leave_out else set()
+    synthetic = synthetic_sets()
+    if unknown := sorted(left - set(synthetic)):
+        sys.exit(f"{leave_out} names domains bench/synthetic lacks: {unknown}")
+    sets.update({f"synthetic:{n}": v for n, v in synthetic.items() if n not in left})
     out = {name: domain_record(load_domain(path), rows) for name, (path, rows) in sets.items()}
     heads = {}
     for reader, module in (("needs", needs), ("roles", roles)):
@@ -497,6 +501,9 @@ def main() -> None:
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("--start-needs", type=Path, help="prepare: the tool reader to start from")
     parser.add_argument("--start-roles", type=Path, help="prepare: the role reader to start from")
+    parser.add_argument(
+        "--leave-out", type=Path, help="prepare: a file naming synthetic domains not to fit on"
+    )
     parser.add_argument("--each", action="store_true", help="also save after each epoch")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--top", type=int, default=TOP, help="adapted layers, from the top")
@@ -505,7 +512,7 @@ def main() -> None:
     parser.add_argument("--reader", choices=("needs", "roles"), default="needs")
     args = parser.parse_args()
     if args.what == "prepare":
-        prepare({"needs": args.start_needs, "roles": args.start_roles})
+        prepare({"needs": args.start_needs, "roles": args.start_roles}, args.leave_out)
     else:
         tune(args)
 
