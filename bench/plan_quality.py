@@ -88,17 +88,15 @@ def split_of(name: str) -> str:
 
 
 def split_means(report: dict) -> dict[str, dict[str, float]]:
-    """Each split's mean F1 and interface accuracy over its sets in ``report`` (set -> figures
-    with "f1" and "interface_right"), for the splits whose sets were all measured."""
+    """Each split's mean F1 and interface accuracy (whole, inputs, output) over its sets in
+    ``report`` (set -> figures of :func:`measure`), for the splits whose sets were all measured."""
     out = {}
     for split, names in SPLITS.items():
         rows = [report[n] for n in names if isinstance(report.get(n), dict)]
         if len(rows) == len(names):
             out[split] = {
-                "f1": round(statistics.mean(r["f1"] for r in rows), 3),
-                "interface_right": round(
-                    statistics.mean(r["interface_right"] or 0 for r in rows), 3
-                ),
+                key: round(statistics.mean(r.get(key) or 0 for r in rows), 3)
+                for key in ("f1", "interface_right", "inputs_right", "output_right")
             }
     return out
 
@@ -122,6 +120,7 @@ def measure(
     """Plan every row and score it; ``given`` passes the reference's inputs and output, as a
     user does with ``--input/--output``, so only the tools are read from the request."""
     scores, right, seconds, calls, checked, told_rows = [], 0, [], [], 0, 0
+    inputs_right = output_right = 0
     for row in rows:
         start = time.perf_counter()
         told: dict[str, object] = {}
@@ -142,8 +141,9 @@ def measure(
         if "output" in row and row.get("inputs"):
             checked += 1
             got = Counter(dict(doc.get("inputs") or {}).values())
-            ok = got == Counter(row["inputs"].values()) and doc.get("output") == row["output"]
-            right += ok
+            inputs_right += got == Counter(row["inputs"].values())
+            output_right += doc.get("output") == row["output"]
+            right += got == Counter(row["inputs"].values()) and doc.get("output") == row["output"]
         if not quiet:
             print(f"  F1 {scores[-1][2]:.2f}  {sorted(plan)}  <- {row['task'][:70]}",
                   file=sys.stderr, flush=True)  # fmt: skip
@@ -153,6 +153,9 @@ def measure(
         "precision": round(statistics.mean(s[0] for s in scores), 3),
         "recall": round(statistics.mean(s[1] for s in scores), 3),
         "interface_right": round(right / checked, 3) if checked else None,
+        # the two halves of the interface, to tell which one a set's misses are in
+        "inputs_right": round(inputs_right / checked, 3) if checked else None,
+        "output_right": round(output_right / checked, 3) if checked else None,
         "seconds_per_plan_median": round(statistics.median(seconds), 3),
         "llm_calls_per_plan": round(statistics.mean(calls), 2),
         # with --given-interface: the rows that had one to give (the rest read it themselves)

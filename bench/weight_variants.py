@@ -52,7 +52,10 @@ def _row(model: object, test: bool) -> str:
         q = report[name] = measure(domain, rows, model, api.DEFAULT_SEARCH, True)
         cells.append(f"{name} {q['f1']:.3f} / {q['interface_right'] or 0:.1%}")
     for split, q in split_means(report).items():
-        cells.append(f"[{split} {q['f1']:.3f} / {q['interface_right']:.1%}]")
+        cells.append(
+            f"[{split} {q['f1']:.3f} / {q['interface_right']:.1%}"
+            f" (inputs {q['inputs_right']:.1%}, output {q['output_right']:.1%})]"
+        )
     return "  ".join(cells)
 
 

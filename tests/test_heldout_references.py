@@ -60,7 +60,7 @@ def test_every_held_out_set_is_in_exactly_one_split() -> None:
 def test_split_means_average_their_sets_and_skip_incomplete_splits() -> None:
     pq = _plan_quality()
     report: dict[str, object] = {
-        name: {"f1": 0.5 + 0.1 * i, "interface_right": 0.2 * i}
+        name: {"f1": 0.5 + 0.1 * i, "interface_right": 0.2 * i, "output_right": 0.3}
         for i, name in enumerate(pq.SPLITS["validation"])
     }
     means = pq.split_means(report)
@@ -68,6 +68,9 @@ def test_split_means_average_their_sets_and_skip_incomplete_splits() -> None:
     assert set(means) == {"validation"}  # dev and test are not all there
     assert means["validation"]["f1"] == round(0.5 + 0.1 * (n - 1) / 2, 3)
     assert means["validation"]["interface_right"] == round(0.2 * (n - 1) / 2, 3)
+    # the interface's halves: an older report without them reads as 0, not as an error
+    assert means["validation"]["output_right"] == 0.3
+    assert means["validation"]["inputs_right"] == 0
 
 
 def test_a_run_of_some_sets_updates_the_stored_report(tmp_path: Path) -> None:
@@ -101,3 +104,19 @@ def test_every_synthetic_training_request_is_valid() -> None:
     assert [p for path in files for p in check.check(path)] == []
     measured = {path.name.removesuffix("_requests.jsonl") for path, _ in _sets()}
     assert not measured & {path.name.removesuffix("_requests.jsonl") for path in files}
+
+
+def test_measure_counts_the_interfaces_halves_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each request's interface is scored as a whole and by its halves: a plan that gives the
+    right inputs but another output counts for inputs_right only."""
+    pq = _plan_quality()
+    plan = {"word": ["Fault Finder", "input:a"], "inputs": {"a": "complaint"},
+            "output": "diagnosis", "stats": {"llm_calls": 0}}  # fmt: skip
+    monkeypatch.setattr(pq.api, "plan_task", lambda *a, **k: type("R", (), {"document": plan})())
+    row = {"task": "t", "inputs": {"x": "complaint"}, "output": "diagnosis",
+           "plan": ["Fault Finder", "input:x"]}  # fmt: skip
+    rows = [row, {**row, "output": "repair plan"}, {**row, "inputs": {"x": "photo"}}]
+    got = pq.measure(Path("unused.yaml"), rows, None, "meaning", quiet=True)
+    assert (got["interface_right"], got["inputs_right"], got["output_right"]) == (
+        round(1 / 3, 3), round(2 / 3, 3), round(2 / 3, 3),
+    )  # fmt: skip
