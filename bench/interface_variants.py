@@ -4,8 +4,7 @@
 
 Only the interface (what a request provides and wants back) is ranked, the way ``fllm plan``
 ranks it with the default ``meaning`` strategy and no model, while one weight at a time is
-changed: the fit of each type the request names (``interface.TYPE_FIT``), the bonus for an
-output that is the last type named (``interface.LAST_IS_OUTPUT``), the similarity from which
+changed: the fit of each type the request names (``interface.TYPE_FIT``), the similarity from which
 a single word names a type (``semantic.TYPE_FLOOR``), the bonus for an output that the
 request's last pointing part asks for (``interface.LAST_ASKED``) and the bonus for inputs that
 can feed what its first pointing part asks for (``interface.FIRST_ASKED``). The tools' evidence is
@@ -32,7 +31,6 @@ from fllm_cli.search.strategy import STRATEGIES  # noqa: E402
 
 SHIPPED = {
     "TYPE_FIT": interface.TYPE_FIT,
-    "LAST_IS_OUTPUT": interface.LAST_IS_OUTPUT,
     "TYPE_FLOOR": semantic.TYPE_FLOOR,
     "LAST_ASKED": interface.LAST_ASKED,
     "FIRST_ASKED": interface.FIRST_ASKED,
@@ -42,8 +40,6 @@ CHANGES = [
     {"TYPE_FIT": 0.3},
     {"TYPE_FIT": 0.5},
     {"TYPE_FIT": 0.8},
-    {"LAST_IS_OUTPUT": 0.0},
-    {"LAST_IS_OUTPUT": 0.3},
     {"TYPE_FLOOR": 0.22},
     {"TYPE_FLOOR": 0.35},
     {"LAST_ASKED": 0.0},
@@ -57,7 +53,6 @@ CHANGES = [
 
 def _set(values: dict[str, float]) -> None:
     interface.TYPE_FIT = values["TYPE_FIT"]
-    interface.LAST_IS_OUTPUT = values["LAST_IS_OUTPUT"]
     semantic.TYPE_FLOOR = values["TYPE_FLOOR"]
     interface.LAST_ASKED = values["LAST_ASKED"]
     interface.FIRST_ASKED = values["FIRST_ASKED"]

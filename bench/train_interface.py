@@ -47,7 +47,7 @@ CACHE = Path("/tmp/fllm_interface_dump.pkl")
 TERMS = ("evidence", "named_used", "named_unused", "input_unnamed", "last_named_out",
          "inputs", "misplaced", "last_asked", "first_asked", "roles")  # fmt: skip
 SHIPPED = {"evidence": 1.0, "named_used": itf.TYPE_FIT, "named_unused": -itf.TYPE_FIT,
-           "input_unnamed": -itf.TYPE_FIT, "last_named_out": itf.LAST_IS_OUTPUT,
+           "input_unnamed": -itf.TYPE_FIT, "last_named_out": 0.0,
            "inputs": -0.01, "misplaced": -itf.ROLE_FIT, "last_asked": itf.LAST_ASKED,
            "first_asked": itf.FIRST_ASKED, "roles": 0.0}  # fmt: skip
 

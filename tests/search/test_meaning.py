@@ -252,8 +252,9 @@ def test_the_types_named_tip_the_interface_only_below_a_tool() -> None:
     # An interface lacking a type named, or with an input never named, fits worse...
     assert _named(("document",), "document", named) < right
     assert _named(("scan", "table"), "document", named) < right
-    # ...and the last type named is taken as the output's.
+    # ...and so does one that leaves a named type out, whichever type was named last.
     assert _named(("scan",), "scan", named) < right
+    assert _named(("document",), "scan", named) == _named(("scan",), "document", named)
     # A type fit stays below what one tool's evidence is worth (a step costs 1.0).
     assert right - _named(("document",), "document", named) < 1.0
     assert TYPE_FIT < 0.5

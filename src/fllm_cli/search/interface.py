@@ -207,7 +207,6 @@ def tool_evidence(domain: Domain, text: str, strategy: Strategy) -> Relevance | 
 
 
 TYPE_FIT = 0.1  # per type the request names that the interface has, or lacks
-LAST_IS_OUTPUT = 0.15  # the last type named is usually what the request wants back
 LAST_ASKED = 0.5  # the output of the tool the request's last pointing part asks for
 FIRST_ASKED = 0.3  # inputs that can feed the tool the request's first pointing part asks for
 ROLE_FIT = 1.0  # per type named out of its only role (see role_fit)
@@ -219,13 +218,12 @@ def _named(combo: tuple[str, ...], output: str, named: list[str]) -> float:
 
     Each type named and found among the interface's inputs or output adds ``TYPE_FIT``; each
     type named that the interface lacks, and each input type never named, takes it away (an
-    output may go unnamed: "tell me what's in it"). When two or more types are named, the last
-    is taken as the output's.
+    output may go unnamed: "tell me what's in it"). Which named type is the output is left to
+    the learned role reader (a bonus for the last type named no longer helped once it read
+    requests; docs/benchmarks.md, stop 51).
     """
     said, used = set(named), {*combo, output}
     fit = TYPE_FIT * (len(said & used) - len(said - used) - len(set(combo) - said))
-    if len(named) >= 2:
-        fit += LAST_IS_OUTPUT if named[-1] == output else -LAST_IS_OUTPUT
     return fit - 0.01 * len(combo)
 
 
