@@ -141,9 +141,11 @@ def measure(
         if "output" in row and row.get("inputs"):
             checked += 1
             got = Counter(dict(doc.get("inputs") or {}).values())
-            inputs_right += got == Counter(row["inputs"].values())
-            output_right += doc.get("output") == row["output"]
-            right += got == Counter(row["inputs"].values()) and doc.get("output") == row["output"]
+            inputs_ok = got == Counter(row["inputs"].values())
+            output_ok = doc.get("output") == row["output"]
+            inputs_right += inputs_ok
+            output_right += output_ok
+            right += inputs_ok and output_ok
         if not quiet:
             print(f"  F1 {scores[-1][2]:.2f}  {sorted(plan)}  <- {row['task'][:70]}",
                   file=sys.stderr, flush=True)  # fmt: skip
