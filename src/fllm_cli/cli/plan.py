@@ -295,6 +295,8 @@ def _explain(doc: dict[str, Any]) -> None:
         for key, role in (("only_given", "an input"), ("only_wanted", "the output")):
             for name in reading.get(key) or []:
                 line += f"; {name} is named and can only be {role}"
+        for name in reading.get("named_after_made") or []:
+            line += f"; {name} is named only after a part asking to make it, so likely not given"
         err.print(plain(line))
     steps = why.get("steps")
     if steps is None:

@@ -250,6 +250,36 @@ def role_fit(combo: tuple[str, ...], output: str, named: list[str], roles: Roles
     return -ROLE_FIT * len(misplaced)
 
 
+MADE_FIRST = 1.0  # per input type the request names only once a part has asked to make it
+
+
+def made_first(
+    domain: Domain, text: str, relevance: Relevance, places: list[tuple[int, str]]
+) -> frozenset[str]:
+    """The types the request names only at or after the start of a part of it that asks for a
+    tool making that type from other types: "transcribe it and write the notes from the
+    transcript" names the transcript the plan makes, not one it brings. ``places`` is where the
+    request names each type (semantic.type_places)."""
+    strongest: dict[int, tuple[float, Tool, str]] = {}
+    for symbol, units in relevance.matched.items():
+        tool = domain.tool(symbol)
+        if tool is None:
+            continue
+        for key, value in units.items():
+            place = unit_place(key)
+            if place is not None and (place[0] not in strongest or value > strongest[place[0]][0]):
+                strongest[place[0]] = (value, tool, place[1])
+    asks: dict[str, int] = {}
+    for _, tool, unit in strongest.values():
+        at = text.find(unit)
+        if at >= 0 and tool.output not in tool.inputs:
+            asks[tool.output] = min(asks.get(tool.output, at), at)
+    first: dict[str, int] = {}
+    for at, t in places:
+        first.setdefault(t, at)
+    return frozenset(t for t, at in first.items() if t in asks and at >= asks[t])
+
+
 def _pointed(domain: Domain, relevance: Relevance, last: bool) -> tuple[str, Tool] | None:
     """Return (unit text, tool) for the last (or first) unit of the request that points at a
     tool of ``domain``, taking that unit's strongest tool; None when no unit carries its place
@@ -478,6 +508,7 @@ def rank_interfaces(
     roles: Roles | None = None,
     slack: float = 0.0,
     reading: Reading | None = None,
+    late: frozenset[str] = frozenset(),
 ) -> list[tuple[float, tuple[str, ...], str]]:
     """Score feasible (inputs, output) pairs by their best plan's evidence and the types named.
 
@@ -503,6 +534,7 @@ def rank_interfaces(
         + role_fit(combo, output, named, roles)
         + order_fit(combo, output, first, last)
         + (0.0 if reading is None else ROLE_READING * reading.log_fit(combo, output))
+        - MADE_FIRST * len(late & set(combo))
         for combo, output in pairs
     ]
     if proposal is not None and proposal.inputs is not None and proposal.output is not None:
@@ -620,9 +652,10 @@ def _by_evidence(
     first, last = asked = part_order(domain, relevance)
     given_only, wanted_only = roles = type_roles(domain)
     learned = strategy.read_roles(domain, text)
+    late = made_first(domain, text, relevance, strategy.type_places(*_texts(domain), text))
     ranked = rank_interfaces(
         domain, text, options, relevance, compiled, strategy.proposal, named, asked, roles, CLOSE,
-        learned,
+        learned, late,
     )  # fmt: skip
     if not ranked:  # no beam reached a complete plan (very long ones): ask, as the paper does
         reading["how"] = "asked the model"
@@ -639,6 +672,7 @@ def _by_evidence(
         else {"part": first[0], "tool": first[1], "inputs": list(first[2])},
         last_asked=None if last is None else dict(zip(("part", "tool", "output"), last)),
         learned_reading=None if learned is None else learned.summary(),
+        named_after_made=sorted(late),
         ranked=[
             {"inputs": list(combo), "output": output, "score": round(total, 3)}
             for total, combo, output in ranked[:4]

@@ -73,6 +73,12 @@ def words(text: str) -> list[str]:
     return [w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _COMMON]
 
 
+def placed_words(text: str) -> list[tuple[int, str]]:
+    """:func:`words` with where each starts in ``text``."""
+    found = ((m.start(), m.group(0).lower()) for m in _WORD.finditer(text))
+    return [(at, w) for at, w in found if w not in _COMMON]
+
+
 def same_word(a: str, b: str) -> bool:
     """Whether two lower-case words look like forms of one word (a long enough shared prefix)."""
     n = 0

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from fllm_cli.search.relevance import Relevance, same_word, unit_key, words
+from fllm_cli.search.relevance import Relevance, placed_words, same_word, unit_key, words
 
 FLOOR = 0.22  # similarity below which a part says nothing about a tool
 MARGIN = 0.06  # a part supports the tools within this of its best one
@@ -165,13 +165,13 @@ TYPE_FLOOR = 0.27  # similarity from which a single word names a type
 TYPE_MARGIN = 0.03  # ... and by which it must prefer that type to every other
 
 
-def type_mentions(
+def type_places(
     encoder: Embedder,
     described: Mapping[str, str],
     types: Mapping[str, tuple[str, str]],
     task: str,
-) -> list[str]:
-    """Return the types the request names, in the order it names them.
+) -> list[tuple[int, str]]:
+    """Return (where in the request, type) for each word that names a type, in order.
 
     A word names a type when it is one of the type's own words (its name or phrase), or when
     its meaning is closer to that type's text than to every other type (by ``TYPE_MARGIN``)
@@ -180,7 +180,8 @@ def type_mentions(
     """
     names = list(types)
     own = {n: words(f"{n} {phrase}") for n, (phrase, _) in types.items()}
-    content = [w for w in words(task) if len(w) >= MIN_WORD]
+    placed = [(at, w) for at, w in placed_words(task) if len(w) >= MIN_WORD]
+    content = [w for _, w in placed]
     if not names or not content:
         return []
     texts = [type_text(p, d) for p, d in types.values()]
@@ -188,11 +189,11 @@ def type_mentions(
     by_type = rows @ encoder.embed(texts, lasting=True).T
     tools = tool_texts(described)
     by_tool = rows @ encoder.embed(list(tools.values()), lasting=True).T if tools else None
-    found: list[str] = []
+    found: list[tuple[int, str]] = []
     for i, w in enumerate(content):
         exact = [n for n in names if any(same_word(w, f) for f in own[n])]
         if len(exact) == 1:
-            found.append(exact[0])
+            found.append((placed[i][0], exact[0]))
             continue
         row = by_type[i]
         order = row.argsort()[::-1]
@@ -200,5 +201,15 @@ def type_mentions(
         second = float(row[order[1]]) if len(order) > 1 else -1.0
         tool_best = float(by_tool[i].max()) if by_tool is not None else -1.0
         if best >= TYPE_FLOOR and best - second >= TYPE_MARGIN and best >= tool_best:
-            found.append(names[int(order[0])])
+            found.append((placed[i][0], names[int(order[0])]))
     return found
+
+
+def type_mentions(
+    encoder: Embedder,
+    described: Mapping[str, str],
+    types: Mapping[str, tuple[str, str]],
+    task: str,
+) -> list[str]:
+    """Return the types the request names, in the order it names them (:func:`type_places`)."""
+    return [t for _, t in type_places(encoder, described, types, task)]

@@ -113,6 +113,17 @@ class Strategy:
         forms = {name: words(f"{name} {phrase} {what}") for name, (phrase, what) in types.items()}
         return mentions(text, forms)
 
+    def type_places(
+        self, described: Mapping[str, str], types: Types, text: str
+    ) -> list[tuple[int, str]]:
+        """Return where the request names each type when the meaning signal runs, else []."""
+        if not self.reads_meaning:
+            return []
+        from fllm_cli.meaning.encoder import shared
+        from fllm_cli.search import semantic
+
+        return semantic.type_places(shared(), described, types, text)
+
     def read_roles(self, domain: Domain, text: str) -> Reading | None:
         """Return the learned reading of what the request gives and wants back
         (:mod:`fllm_cli.search.roles`) when the meaning signal runs, else None."""
