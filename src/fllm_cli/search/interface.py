@@ -260,17 +260,8 @@ def made_first(
     tool making that type from other types: "transcribe it and write the notes from the
     transcript" names the transcript the plan makes, not one it brings. ``places`` is where the
     request names each type (semantic.type_places)."""
-    strongest: dict[int, tuple[float, Tool, str]] = {}
-    for symbol, units in relevance.matched.items():
-        tool = domain.tool(symbol)
-        if tool is None:
-            continue
-        for key, value in units.items():
-            place = unit_place(key)
-            if place is not None and (place[0] not in strongest or value > strongest[place[0]][0]):
-                strongest[place[0]] = (value, tool, place[1])
     asks: dict[str, int] = {}
-    for _, tool, unit in strongest.values():
+    for _, tool, unit in unit_tools(domain, relevance).values():
         at = text.find(unit)
         if at >= 0 and tool.output not in tool.inputs:
             asks[tool.output] = min(asks.get(tool.output, at), at)
@@ -280,23 +271,30 @@ def made_first(
     return frozenset(t for t, at in first.items() if t in asks and at >= asks[t])
 
 
-def _pointed(domain: Domain, relevance: Relevance, last: bool) -> tuple[str, Tool] | None:
-    """Return (unit text, tool) for the last (or first) unit of the request that points at a
-    tool of ``domain``, taking that unit's strongest tool; None when no unit carries its place
-    in the request (bare shared words and a model's vote say nothing about order)."""
-    best: tuple[int, float, Tool, str] | None = None
+def unit_tools(domain: Domain, relevance: Relevance) -> dict[int, tuple[float, Tool, str]]:
+    """Each unit of the request that carries its place, with the tool it points at most
+    strongly: place -> (evidence, tool, unit text). Bare shared words and a model's vote have
+    no place and say nothing about order."""
+    strongest: dict[int, tuple[float, Tool, str]] = {}
     for symbol, units in relevance.matched.items():
         tool = domain.tool(symbol)
         if tool is None:
             continue
         for key, value in units.items():
             place = unit_place(key)
-            if place is None:
-                continue
-            candidate = (place[0] if last else -place[0], value, tool, place[1])
-            if best is None or candidate[:2] > best[:2]:
-                best = candidate
-    return None if best is None else (best[3], best[2])
+            if place is not None and (place[0] not in strongest or value > strongest[place[0]][0]):
+                strongest[place[0]] = (value, tool, place[1])
+    return strongest
+
+
+def _pointed(domain: Domain, relevance: Relevance, last: bool) -> tuple[str, Tool] | None:
+    """Return (unit text, tool) for the last (or first) unit of the request that points at a
+    tool of ``domain``, taking that unit's strongest tool; None when no unit carries its place."""
+    units = unit_tools(domain, relevance)
+    if not units:
+        return None
+    _, tool, text = units[max(units) if last else min(units)]
+    return text, tool
 
 
 def last_asked(domain: Domain, relevance: Relevance) -> tuple[str, str, str] | None:
