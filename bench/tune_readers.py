@@ -33,6 +33,11 @@ tokenizers numpy``. It fits ``--epochs`` passes over the synthetic domains (6-12
 each on 2 cores with four layers adapted), reports the reader alone on the development and
 validation sets (and on ``--hold`` synthetic domains left out, if asked) after each, and
 writes the reader's weights file unless ``--no-save``. The same seed gives the same fit.
+
+``--listwise W`` (role reader only) adds, at weight W, the cross-entropy of the request's
+interface among its domain's feasible ones, each scored as ``log_fit`` scores it in the
+planner; ``prepare`` stores each set's feasible interfaces for it. One pass at W = 1.0 was
+measured on 2026-11-28 (docs/benchmarks.md, stop 52); it has not been fitted further.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ ADAPTED = ("attention.self.query", "attention.self.key", "attention.self.value",
            "attention.output.dense", "intermediate.dense", "output.dense")  # fmt: skip
 L2 = 1e-3  # on the reader's maps, as bench/train_needs.py
 SUBSETS = 0.5
+LISTWISE = 0.0  # weight of the role reader's interface-among-feasible term (--listwise)
 
 
 def domain_record(domain, rows: list[dict]) -> dict:
@@ -84,7 +90,20 @@ def domain_record(domain, rows: list[dict]) -> dict:
             "given": [t in given for t in kinds],
             "output": kinds.index(row["output"]) if row.get("output") in kinds else -1,
         })  # fmt: skip
-    return {"tools": tool_rows, "types": [types[t] for t in kinds], "requests": requests}
+    return {"tools": tool_rows, "types": [types[t] for t in kinds], "requests": requests,
+            "interfaces": interface_rows(domain, kinds)}  # fmt: skip
+
+
+def interface_rows(domain, kinds: list[str]) -> tuple[list[list[float]], list[int]]:
+    """Each distinct (types given, output) among the domain's feasible interfaces, as 0/1 rows
+    over ``kinds`` and the output's index: what the role reader's ``log_fit`` tells apart."""
+    from fllm_cli.search import interface
+
+    seen: dict[tuple[tuple[bool, ...], int], None] = {}
+    for combo, outputs in interface.feasible_interfaces(domain):
+        for output in outputs:
+            seen[(tuple(t in combo for t in kinds), kinds.index(output))] = None
+    return [[float(g) for g in given] for given, _ in seen], [out for _, out in seen]
 
 
 def prepare(starts: dict[str, Path | None], leave_out: Path | None = None) -> None:
@@ -327,7 +346,9 @@ class RolesHead:
         return self.scores(request, state, clause, words, encoded["types"], encoded["tools"])
 
     def loss(self, texts, bert, request, encoded):
-        """Cross-entropy of each type given or not, and of the output among the types."""
+        """Cross-entropy of each type given or not, and of the output among the types; with
+        ``LISTWISE`` also, at that weight, of the request's interface among its domain's
+        feasible ones (each scored as search/roles.py ``log_fit`` scores it)."""
         import torch
 
         given, wanted = self._read(texts, bert, request, encoded)
@@ -335,6 +356,19 @@ class RolesHead:
         total = torch.nn.functional.binary_cross_entropy_with_logits(given, target, reduction="sum")
         if request["output"] >= 0:
             total = total - torch.log_softmax(wanted, 0)[request["output"]]
+        choices = encoded.get("interfaces")
+        if LISTWISE and choices is not None and request["output"] >= 0:
+            masks, outs = choices
+            key = (tuple(bool(g) for g in request["given"]), request["output"])
+            listed = list(zip(map(tuple, masks.bool().tolist()), outs.tolist()))
+            ref = listed.index(key) if key in listed else None
+            if ref is not None and len(outs) > 1:
+                scores = (
+                    masks * torch.nn.functional.logsigmoid(given)
+                    + (1 - masks) * torch.nn.functional.logsigmoid(-given)
+                ).sum(1)
+                scores = scores + torch.log_softmax(wanted, 0)[outs]
+                total = total - LISTWISE * torch.log_softmax(scores, 0)[ref]
         return total, 1
 
     def judge(self, texts, bert, request, encoded) -> dict[str, float]:
@@ -395,8 +429,14 @@ def embed_texts(texts: Texts, bert: Bert, items: list[str]):
 
 
 def encode_set(texts: Texts, bert: Bert, s: dict) -> dict:
-    return {"tools": embed_texts(texts, bert, s["tools"]),
-            "types": embed_texts(texts, bert, s["types"])}  # fmt: skip
+    import torch
+
+    out = {"tools": embed_texts(texts, bert, s["tools"]),
+           "types": embed_texts(texts, bert, s["types"])}  # fmt: skip
+    if "interfaces" in s:  # (given types as 0/1 rows, output index) of each feasible interface
+        masks, outs = s["interfaces"]
+        out["interfaces"] = (torch.tensor(masks, dtype=torch.float32), torch.tensor(outs))
+    return out
 
 
 def evaluate(texts: Texts, bert: Bert, head, sets: dict, names: list[str]) -> dict:
@@ -419,8 +459,8 @@ def evaluate(texts: Texts, bert: Bert, head, sets: dict, names: list[str]) -> di
 def tune(args: argparse.Namespace) -> None:
     import torch
 
-    global TOP, RANK
-    TOP, RANK = args.top, args.rank
+    global TOP, RANK, LISTWISE
+    TOP, RANK, LISTWISE = args.top, args.rank, args.listwise
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     prepared = pickle.loads(PREPARED.read_bytes())
@@ -509,6 +549,10 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=TOP, help="adapted layers, from the top")
     parser.add_argument("--rank", type=int, default=RANK)
     parser.add_argument("--out", type=Path, help="default: the reader's shipped weights file")
+    parser.add_argument(
+        "--listwise", type=float, default=0.0,
+        help="roles: weight of the interface among its domain's feasible ones",
+    )  # fmt: skip
     parser.add_argument("--reader", choices=("needs", "roles"), default="needs")
     args = parser.parse_args()
     if args.what == "prepare":
