@@ -646,11 +646,16 @@ def _by_evidence(
     reading: dict[str, Any],
     strategy: Strategy,
 ) -> tuple[list[str], str, list[ChoiceResult]]:
-    named = strategy.read_types(*_texts(domain), text)
+    described = _texts(domain)
+    places = strategy.type_places(*described, text)  # [] unless the meaning signal runs
+    # With the meaning signal the types named are those placed: worked out once, not twice.
+    named = (
+        [t for _, t in places] if strategy.reads_meaning else strategy.read_types(*described, text)
+    )
     first, last = asked = part_order(domain, relevance)
     given_only, wanted_only = roles = type_roles(domain)
     learned = strategy.read_roles(domain, text)
-    late = made_first(domain, text, relevance, strategy.type_places(*_texts(domain), text))
+    late = made_first(domain, text, relevance, places)
     ranked = rank_interfaces(
         domain, text, options, relevance, compiled, strategy.proposal, named, asked, roles, CLOSE,
         learned, late,

@@ -70,7 +70,7 @@ SHARE = 0.8  # ... and at least this part of the shorter word
 
 def words(text: str) -> list[str]:
     """Return the lower-case words of ``text`` that can carry meaning."""
-    return [w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _COMMON]
+    return [w for _, w in placed_words(text)]
 
 
 def placed_words(text: str) -> list[tuple[int, str]]:
