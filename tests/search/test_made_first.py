@@ -47,7 +47,7 @@ def _domain(tmp_path: Path) -> Domain:
 
 def _relevance(text: str, pointed: dict[str, str]) -> Relevance:
     """Evidence with each part of ``text`` in ``pointed`` pointing at its tool."""
-    parts = [p.strip() for p in text.split(",")]
+    parts = [" ".join(p.split()) for p in text.split(",")]
     matched = {tool: {unit_key(parts.index(part), part): 2.0} for part, tool in pointed.items()}
     return Relevance({tool: 2.0 for tool in matched}, 0.0, matched)
 
@@ -58,6 +58,19 @@ def test_a_type_named_after_the_part_that_makes_it_is_not_read_as_given(tmp_path
     relevance = _relevance(text, {"transcribe it": "Transcriber", WRITE: "Notes Writer"})
     places = [(text.index("audio"), "recording"), (text.index("transcript"), "transcript")]
     assert interface.made_first(domain, text, relevance, places) == {"transcript"}
+
+
+def test_parts_are_placed_across_line_breaks_and_repeats(tmp_path: Path) -> None:
+    # The units are whitespace-collapsed; the request is not. A part broken over a line, and a
+    # word that also occurs earlier, are still placed where the part really stands.
+    domain = _domain(tmp_path)
+    text = "the transcript: audio here,  transcribe\n  it, then write notes from the transcript"
+    relevance = _relevance(text, {"transcribe it": "Transcriber", WRITE: "Notes Writer"})
+    places = [(text.index("audio"), "recording"), (text.rindex("transcript"), "transcript")]
+    assert interface.made_first(domain, text, relevance, places) == {"transcript"}
+    assert interface.find_part(text, "transcribe it") == text.index("transcribe")
+    assert interface.find_part(text, "transcript", 5) == text.rindex("transcript")
+    assert interface.find_part(text, "not there") == -1
 
 
 def test_a_type_named_before_it_is_made_or_reworked_in_place_stays_given(

@@ -6,6 +6,7 @@ exists are offered, so the answer can always be planned for.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -261,14 +262,29 @@ def made_first(
     transcript" names the transcript the plan makes, not one it brings. ``places`` is where the
     request names each type (semantic.type_places)."""
     asks: dict[str, int] = {}
-    for _, tool, unit in unit_tools(domain, relevance).values():
-        at = text.find(unit)
-        if at >= 0 and tool.output not in tool.inputs:
+    cursor = 0  # units come in the request's order: each is looked for from the last one on
+    for _, (_, tool, unit) in sorted(unit_tools(domain, relevance).items()):
+        at = find_part(text, unit, cursor)
+        if at < 0:
+            continue
+        cursor = at
+        if tool.output not in tool.inputs:
             asks[tool.output] = min(asks.get(tool.output, at), at)
     first: dict[str, int] = {}
     for at, t in places:
         first.setdefault(t, at)
     return frozenset(t for t, at in first.items() if t in asks and at >= asks[t])
+
+
+def find_part(text: str, part: str, start: int = 0) -> int:
+    """Where ``part`` (a unit of the request, its whitespace collapsed by semantic.parts)
+    starts in ``text`` at or after ``start``, across any run of spaces or line breaks; -1 when
+    it is not there."""
+    words = part.split()
+    if not words:
+        return -1
+    found = re.compile(r"\s+".join(map(re.escape, words))).search(text, start)
+    return found.start() if found else -1
 
 
 def unit_tools(domain: Domain, relevance: Relevance) -> dict[int, tuple[float, Tool, str]]:
