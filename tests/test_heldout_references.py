@@ -100,7 +100,7 @@ def test_every_synthetic_training_request_is_valid() -> None:
     check = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(check)
     files = sorted(synthetic.glob("*_requests.jsonl"))
-    assert len(files) == 200
+    assert len(files) == 220
     assert [p for path in files for p in check.check(path)] == []
     measured = {path.name.removesuffix("_requests.jsonl") for path, _ in _sets()}
     assert not measured & {path.name.removesuffix("_requests.jsonl") for path in files}
