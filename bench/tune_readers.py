@@ -23,8 +23,9 @@ the starting weights are the shipped files, which must be plain fits of
 ``--start-roles``. The shipped readers started from the plain fits on the first 120 synthetic
 domains, the files of commit 7bf4135 (``git show 7bf4135:src/fllm_cli/search/roles.npz >
 /tmp/plain_roles.npz``, likewise ``needs.npz``). Both shipped readers were tuned on the 160
-domains of rounds one to four (``prepare --leave-out bench/synthetic/round5.txt``, which names
-the fifth round's forty; the fifth round did not improve them, docs/benchmarks.md) with the
+domains of rounds one to four (``prepare --leave-out bench/synthetic/round5.txt --leave-out
+bench/synthetic/round6.txt``: the files name the fifth round's forty and the sixth round's
+twenty; neither improved them, docs/benchmarks.md) with the
 top four layers adapted at rate 5e-4 (the defaults; stop 49): the tool reader for two passes
 (``--epochs 2``), the role reader for three (``--epochs 3``). ``tune`` needs PyTorch, which
 fllm itself never imports; make a venv for it outside the repository:
@@ -106,7 +107,7 @@ def interface_rows(domain, kinds: list[str]) -> tuple[list[list[float]], list[in
     return [[float(g) for g in given] for given, _ in seen], [out for _, out in seen]
 
 
-def prepare(starts: dict[str, Path | None], leave_out: Path | None = None) -> None:
+def prepare(starts: dict[str, Path | None], leave_out: list[Path] | None = None) -> None:
     sys.path.insert(0, str(ROOT / "src"))
     sys.path.insert(0, str(ROOT / "bench"))
     from plan_quality import SPLITS, request_sets
@@ -118,10 +119,12 @@ def prepare(starts: dict[str, Path | None], leave_out: Path | None = None) -> No
 
     held = request_sets()
     sets = {n: held[n] for split in ("dev", "validation") for n in SPLITS[split]}
-    left = set(leave_out.read_text().split()) if leave_out else set()
+    if missing := [str(path) for path in leave_out or [] if not path.is_file()]:
+        sys.exit(f"--leave-out: no such file {', '.join(missing)}")
+    left = {name for path in leave_out or [] for name in path.read_text().split()}
     synthetic = synthetic_sets()
     if unknown := sorted(left - set(synthetic)):
-        sys.exit(f"{leave_out} names domains bench/synthetic lacks: {unknown}")
+        sys.exit(f"--leave-out names domains bench/synthetic lacks: {unknown}")
     sets.update({f"synthetic:{n}": v for n, v in synthetic.items() if n not in left})
     out = {name: domain_record(load_domain(path), rows) for name, (path, rows) in sets.items()}
     heads = {}
@@ -542,7 +545,10 @@ def main() -> None:
     parser.add_argument("--start-needs", type=Path, help="prepare: the tool reader to start from")
     parser.add_argument("--start-roles", type=Path, help="prepare: the role reader to start from")
     parser.add_argument(
-        "--leave-out", type=Path, help="prepare: a file naming synthetic domains not to fit on"
+        "--leave-out",
+        type=Path,
+        action="append",
+        help="prepare: a file naming synthetic domains not to fit on (repeatable)",
     )
     parser.add_argument("--each", action="store_true", help="also save after each epoch")
     parser.add_argument("--threads", type=int, default=2)
