@@ -138,7 +138,10 @@ def test_plan_task_text_is_not_markup(fmt: str, env: dict[str, str]) -> None:
 
 @pytest.mark.slow
 def test_plan_stats_note_in_brackets_is_shown() -> None:
-    code_, out, err = run_fllm("plan", OPENAGI, "x", "--model", "random:1", "--max-llm-calls", "0")
+    # Step by step, where the model is asked at each choice (with the default strategy a
+    # request as empty as "x" is planned from the evidence and the model is never asked).
+    args = ("plan", OPENAGI, "x", "--model", "random:1", "--search", "greedy")
+    code_, out, err = run_fllm(*args, "--max-llm-calls", "0")
     assert code_ == 0, err
     assert "[budget max_llm_calls ran out: later choices were defaults]" in out
 

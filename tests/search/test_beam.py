@@ -16,7 +16,7 @@ from fllm_cli.search.interface import (
     rank_interfaces,
     tool_evidence,
 )
-from fllm_cli.search.relevance import mentions, same_word, score, vocabulary
+from fllm_cli.search.relevance import Relevance, mentions, same_word, score, vocabulary
 from fllm_cli.search.strategy import strategy
 from tests.conftest import run_fllm
 
@@ -94,6 +94,9 @@ def test_rare_words_weigh_more_and_type_words_are_ignored() -> None:
     assert score(vocab, "nothing to see here").silent
     # A word shared by every symbol is no evidence at all.
     assert score(vocab, "it sharpens").silent
+    # Evidence only against a symbol is silent (nothing points at one) but not mute.
+    against = Relevance({"A": -1.0, "B": 0.0}, 0.0)
+    assert against.silent and not against.mute and Relevance({"A": 0.0}, 0.0).mute
 
 
 def test_a_task_word_is_credited_once() -> None:
@@ -176,10 +179,31 @@ def test_ties_are_put_to_the_model_as_whole_plans(
     assert doc["stats"]["choice_points"] == 1 and doc["stats"]["llm_calls"] == 1
 
 
-def test_silent_evidence_falls_back_to_step_by_step(tmp_path: Path) -> None:
+@pytest.mark.usefixtures("readers_silent")
+def test_evidence_that_says_nothing_falls_back_to_step_by_step(tmp_path: Path) -> None:
     spec = _domain(tmp_path, TWINS)
     doc = api.plan_task(spec, "Do something", RandomModel(1), inputs=["doc"], output="doc").document
     assert doc["search"] == "greedy" and doc["stats"]["choice_points"] >= 1
+
+
+def test_evidence_only_against_tools_plans_the_least_opposed_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the tool reader rates every tool unlikely and nothing speaks for any, the beam still
+    ranks the plans by that evidence: the plan is the one it opposes least, with no model call,
+    not a chain of steps a small model guessed one at a time."""
+    odds = {"Slicer": -3.0, "Toaster": -3.0, "Grill": -3.0, "Juicer": -2.0, "Kettle": -0.2}
+    monkeypatch.setattr(needs, "read", lambda encoder, described, text: dict(odds))
+    spec = _domain(tmp_path, KITCHEN)
+    model = RandomModel(1)
+    doc = api.plan_task(spec, "xyzzy plugh", model, inputs=["food"], output="drink").document
+    assert doc["search"] == "meaning"
+    # Every plan needs the Juicer; the Kettle, though the least opposed tool, is a step more.
+    assert _tools(doc) == ["Juicer"]
+    assert doc["stats"]["llm_calls"] == 0 and doc["stats"]["choice_points"] == 0
+    (step,) = doc["why"]["steps"]
+    assert step["tool"] == "Juicer" and step["net"] < 0  # explained by the evidence against
+    assert [e["signal"] for e in step["evidence"]] == ["needs"]
 
 
 @pytest.mark.slow

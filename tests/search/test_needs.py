@@ -12,6 +12,7 @@ from fllm_cli.domain.load import load_domain
 from fllm_cli.meaning.encoder import available
 from fllm_cli.search import needs, roles, strategy
 from tests.conftest import bench_script, run_fllm
+from tests.search.test_beam import KITCHEN
 from tests.search.test_roles import refuses_other_shapes
 from tests.search.test_type_roles import DARKROOM  # three tools, far below any fitted on
 
@@ -222,6 +223,28 @@ def test_a_plan_names_the_readers_evidence_and_verifies() -> None:
     assert len(mine) == 1 and mine[0]["weight"] > 0 and "Colorization" in mine[0]["text"]
     assert "(needs " in " ".join(result.err.split())
     checked = run_fllm("verify", str(OPENAGI), "-", stdin=result.out)
+    assert checked.code == 0, checked.err
+
+
+@needs_encoder
+@pytest.mark.slow
+def test_a_request_the_reader_only_opposes_is_planned_and_explained(tmp_path: Path) -> None:
+    """A request no part of which points at a tool (the reader rates every tool unlikely):
+    `fllm plan --explain` ranks the plans by that evidence, takes the least opposed one without
+    asking the model step by step, says so, and `fllm verify` accepts the plan it wrote."""
+    import json
+
+    spec = tmp_path / "kitchen.yaml"
+    spec.write_text(KITCHEN, encoding="utf-8")
+    args = ("plan", str(spec), "xyzzy plugh", "--input", "food", "--output", "drink")
+    result = run_fllm(*args, "--explain", "--format", "json")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert doc["search"] == "meaning" and doc["stats"]["llm_calls"] == 0
+    assert [s["tool"] for s in doc["steps"]] == ["Juicer"]  # every plan needs it; nothing else
+    assert "opposes least" in doc["why"]["plan"]
+    assert "plan: nothing in the request points at a tool" in " ".join(result.err.split())
+    checked = run_fllm("verify", str(spec), "-", stdin=result.out)
     assert checked.code == 0, checked.err
 
 

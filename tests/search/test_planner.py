@@ -1,4 +1,9 @@
-"""Planner behaviour: the paper's examples, forced moves, fallbacks, budgets, refusal."""
+"""Planner behaviour: the paper's examples, forced moves, fallbacks, budgets, refusal.
+
+These are tests of the step-by-step planner, so they ask for it (``search="greedy"``): with the
+default strategy a request such as "t" is planned by the beam from the tool reader's evidence
+against tools (search/beam.py), and the model is not asked step by step.
+"""
 
 from __future__ import annotations
 
@@ -53,7 +58,7 @@ def test_tree_plan_e1_a1_i_b1_i(openagi: str) -> None:
         return str(1 + next(i for i, o in enumerate(options) if want in o))
 
     model = ScriptedModel([reply] * 5)
-    result = api.plan(problem, model)
+    result = api.plan(problem, model, search="greedy")  # the paper's step-by-step derivation
     doc = result.document
     assert doc["word"] == [
         "Visual Question Answering",
@@ -99,7 +104,7 @@ class Recording(Model):
 def test_unusable_replies_fall_back_and_plan_stays_valid(openagi: str, reply: str) -> None:
     problem = api.compile_problem(openagi, inputs=["image"], output="text", task="t")
     model = ScriptedModel([reply] * 100)
-    result = api.plan(problem, model)
+    result = api.plan(problem, model, search="greedy")
     assert api.verify(problem, result.document["word"]).valid
     assert result.stats.fallbacks == result.stats.choice_points > 0
     assert result.stats.llm_calls == 2 * result.stats.choice_points  # one correction each
@@ -109,7 +114,7 @@ def test_unusable_replies_fall_back_and_plan_stays_valid(openagi: str, reply: st
 def test_reply_by_option_text(openagi: str) -> None:
     problem = api.compile_problem(openagi, inputs=["image"], output="text", task="t")
     model = ScriptedModel(["I would use Image Captioning here.", "the task's input image"])
-    result = api.plan(problem, model)
+    result = api.plan(problem, model, search="greedy")
     assert result.document["word"] == ["Image Captioning", "input:image"]
     assert result.stats.fallbacks == 0
 
@@ -134,7 +139,7 @@ def test_impossible_task_is_refused_before_any_call(tmp_path: Path, openagi: str
 def test_max_llm_calls_falls_back_to_defaults(openagi: str) -> None:
     problem = api.compile_problem(openagi, inputs=["image"], output="text", task="t")
     model = ScriptedModel(["3"] * 50)
-    result = api.plan(problem, model, budgets=Budgets(max_llm_calls=1))
+    result = api.plan(problem, model, search="greedy", budgets=Budgets(max_llm_calls=1))
     assert result.stats.llm_calls == 1
     assert result.stats.budget_exhausted == "max_llm_calls"
     assert api.verify(problem, result.document["word"]).valid
@@ -153,7 +158,7 @@ class Pricey(RandomModel):
 def test_max_cost_stops_cleanly(openagi: str) -> None:
     problem = api.compile_problem(openagi, inputs=["image"], output="text", task="t")
     with pytest.raises(BudgetExceeded, match="cost budget"):
-        api.plan(problem, Pricey(1), budgets=Budgets(max_cost=0.015))
+        api.plan(problem, Pricey(1), search="greedy", budgets=Budgets(max_cost=0.015))
 
 
 def test_max_steps_is_a_clean_error(openagi: str) -> None:
@@ -214,7 +219,7 @@ def test_lookahead_never_offers_a_dead_end(tmp_path: Path) -> None:
             return str(merge[0] if merge else rng.randint(1, len(options)))
 
         model = ScriptedModel([pick] * 30)
-        result = api.plan(toy_problem(tmp_path), model)
+        result = api.plan(toy_problem(tmp_path), model, search="greedy")
         assert offered, "the toy task has choice points"
         assert "Merge" not in result.document["word"]
         assert not any("Merge" in o for options in offered for o in options), seed

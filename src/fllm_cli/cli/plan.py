@@ -302,6 +302,8 @@ def _explain(doc: dict[str, Any]) -> None:
     if steps is None:
         err.print(plain(f"  steps: chosen by the model ({doc.get('search', 'greedy')} search)"))
         return
+    if why.get("plan"):
+        err.print(plain(f"  plan: {why['plan']}"))
     for step in steps:
         found = [f'"{e["text"]}" ({e["signal"]} {e["weight"]:.2f})' for e in step["evidence"]]
         reason = ", ".join(found) if found else "nothing in the request: the types need it"

@@ -35,6 +35,9 @@ from fllm_cli.verify import Verdict
 
 Records = list[dict[str, Any]]
 
+# How the plan JSON ("why") and --explain say a plan was ranked by evidence against tools only.
+LEAST_OPPOSED = "nothing in the request points at a tool: the plan the evidence opposes least"
+
 
 @dataclass
 class PlanResult:
@@ -165,7 +168,8 @@ class Compiled(ABC):
 
         A plan-level ``strategy`` scores whole plans by the request's evidence and asks the
         model only among ties (:mod:`fllm_cli.search.beam`); kinds without evidence, and
-        requests whose evidence points at nothing, are planned step by step as in the paper.
+        requests whose evidence says nothing for or against any symbol, are planned step by
+        step as in the paper.
         """
         self.check_solvable()
         trace: Records = [] if records is None else records
@@ -192,6 +196,8 @@ class Compiled(ABC):
         if evidence is not None and used != "greedy":
             # What made each step relevant (plan JSON "why"; `fllm plan --explain`).
             doc["why"] = {"steps": credit(evidence[0], evidence[1], final.word_list())}
+            if evidence[0].silent:  # ranked by evidence against tools only (search/beam.py)
+                doc["why"]["plan"] = LEAST_OPPOSED
         wrong = self.check_planned(doc["word"], derivation)
         if wrong is not None:  # a bug, never a user's problem: refuse to present it as valid
             raise NoPlanError(f"internal error: planned word failed verification: {wrong}")

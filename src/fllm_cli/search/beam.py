@@ -12,8 +12,13 @@ plan by the task's evidence (:mod:`fllm_cli.search.relevance`):
 
 so the best plans hold every tool the task asks for and nothing else. Plans with the same
 symbols in another order score the same and count as one candidate. When several candidates
-tie, the model chooses among them, each shown as its list of steps; when the task's words
-point at nothing, the search gives up (returns ``None``) and the caller plans step by step.
+tie, the model chooses among them, each shown as its list of steps.
+
+When no evidence points at any symbol but some speaks against symbols (a learned reader rates
+every tool unlikely), the plans are still ranked and the least opposed one is taken: asking a
+small model step by step instead chained up to eight tools for a one-tool request
+(docs/benchmarks.md, stop 54). Only when the evidence says nothing at all, for or against
+anything, does the search give up (returns ``None``) so that the caller plans step by step.
 
 Every returned configuration is accepting, so the plan is valid like any other.
 """
@@ -130,14 +135,16 @@ class BeamSearch:
         return ranked
 
     def run(self, meter: RunMeter, ask: Asker) -> Config | None:
-        """Return the chosen plan's accepting configuration, or None when evidence is silent.
+        """Return the chosen plan's accepting configuration, or None when the evidence says
+        nothing about any symbol. Evidence only against symbols still ranks the plans: the
+        least opposed plan is taken (see the module note).
 
         ``ask(candidates)`` renders the prompt and option texts of a choice among tied plans;
         ``meter`` (charging this search's stats) puts the question to the model.
         """
         begin = time.perf_counter()
         try:
-            if self.relevance.silent:
+            if self.relevance.mute:
                 return None
             ranked = self.candidates()
             if not ranked:

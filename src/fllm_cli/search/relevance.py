@@ -181,6 +181,12 @@ class Relevance:
         """True when the text points at no symbol at all."""
         return not any(v > 0 for v in self.scores.values())
 
+    @property
+    def mute(self) -> bool:
+        """True when the text says nothing about any symbol, neither for nor against it (a
+        silent reading may still hold evidence against some symbols)."""
+        return not any(self.scores.values())
+
 
 def unit_key(place: int, text: str) -> str:
     """The key of a request unit that keeps its place in the request ("#3 chart it")."""
