@@ -119,9 +119,10 @@ def prepare(starts: dict[str, Path | None], leave_out: list[Path] | None = None)
 
     held = request_sets()
     sets = {n: held[n] for split in ("dev", "validation") for n in SPLITS[split]}
-    if missing := [str(path) for path in leave_out or [] if not path.is_file()]:
+    leave_out = leave_out or []
+    if missing := [str(path) for path in leave_out if not path.is_file()]:
         sys.exit(f"--leave-out: no such file {', '.join(missing)}")
-    left = {name for path in leave_out or [] for name in path.read_text().split()}
+    left = {name for path in leave_out for name in path.read_text().split()}
     synthetic = synthetic_sets()
     if unknown := sorted(left - set(synthetic)):
         sys.exit(f"--leave-out names domains bench/synthetic lacks: {unknown}")
