@@ -9,7 +9,7 @@ from fllm_cli.domain.load import load_domain
 from fllm_cli.llm.simple import RandomModel
 from fllm_cli.meaning import encoder
 from fllm_cli.search import interface
-from fllm_cli.search.interface import plan_shape_cost, plan_tree, round_trips
+from fllm_cli.search.interface import aux_reuses, plan_shape_cost, plan_tree, round_trips
 
 
 def test_a_tool_that_makes_a_type_the_plan_had_left_is_counted(openagi: str) -> None:
@@ -68,3 +68,49 @@ def test_a_weak_part_no_longer_buys_a_detour(openagi: str, monkeypatch: pytest.M
     monkeypatch.setattr(interface, "ROUND_TRIP", 0.0)
     tools, inputs, output = plan()
     assert (tools, inputs, output) != right
+
+
+def test_an_input_worked_on_and_worked_with_is_counted(openagi: str) -> None:
+    """AUX_REUSE: one task input as the material of one step and a later (auxiliary) input of
+    another, against the same input as the material of two steps."""
+    domain = load_domain(openagi)
+    # the prompt painted, then asked about with itself as the question
+    painted = ["Visual Question Answering", "Text to Image Generation", "input:t", "input:t"]
+    assert aux_reuses(domain, painted) == 1
+    assert plan_shape_cost(domain)(painted) == pytest.approx(interface.AUX_REUSE)
+    # ... and with a question of its own
+    assert aux_reuses(domain, [*painted[:-1], "input:q"]) == 0
+    # one text translated and summarised: the material of both steps, nothing counted
+    both = ["Text Summarization", "Machine Translation", "input:t"]
+    assert aux_reuses(domain, both) == 0
+    # the document translated and also given as the question about the translation
+    asked = ["Question Answering", "Machine Translation", "input:d", "input:d"]
+    assert aux_reuses(domain, asked) == 1
+    # a document both translated and summarised, the two results compared: nothing counted
+    parallel = ["Question Answering", "Machine Translation", "input:d", "Text Summarization",
+                "input:d"]  # fmt: skip
+    assert aux_reuses(domain, parallel) == 0
+    assert aux_reuses(domain, ["Visual Question Answering", "input:i"]) == 0  # not a plan
+
+
+@needs_encoder
+@pytest.mark.slow
+def test_a_prompt_and_a_question_about_its_picture_are_two_inputs(
+    openagi: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the shipped readers the two readings tie but for the cost: one text painted and
+    asked about with itself, or a prompt and a question. The request brings both."""
+    request = (
+        "Make a picture from my prompt, then answer my question about the result: "
+        "how many dogs are in it?"
+    )
+
+    def plan() -> tuple[set[str], list[str]]:
+        doc = api.plan_task(openagi, request, RandomModel(1)).document
+        tools = {w for w in doc["word"] if not w.startswith("input:")}
+        return tools, sorted(dict(doc["inputs"]).values())
+
+    tools = {"Text to Image Generation", "Visual Question Answering"}
+    assert plan() == (tools, ["text", "text"])
+    monkeypatch.setattr(interface, "AUX_REUSE", 0.0)
+    assert plan() == (tools, ["text"])

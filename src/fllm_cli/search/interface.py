@@ -387,6 +387,9 @@ def usable_tools(domain: Domain, inputs: tuple[str, ...], output: str) -> frozen
 
 SELF_PAIR = 1.5  # cost of a tool that takes the same task input in two slots of one type
 ROUND_TRIP = 1.0  # cost of a tool that turns data back into a type the plan had left
+# Cost of a task input fed directly to two slots, one of them not its tool's first (see
+# aux_reuses): a tie-break, far below a step's cost, between one input read twice and two inputs.
+AUX_REUSE = 0.05
 
 
 Node = tuple[str, tuple["Node", ...]]  # a plan symbol and the subplans of its inputs
@@ -449,6 +452,34 @@ def _self_pairs(tree: Node, slots: Slots) -> int:
     return count
 
 
+def _aux_reuses(tree: Node, slots: Slots) -> int:
+    feeds: dict[str, list[int]] = {}  # task input -> the slot index of every direct use
+
+    def walk(node: Node) -> None:
+        symbol, children = node
+        for index, child in enumerate(children):
+            if child[0] not in slots:
+                feeds.setdefault(child[0], []).append(index)
+            else:
+                walk(child)
+
+    walk(tree)
+    return sum(1 for uses in feeds.values() if len(uses) > 1 and max(uses) > 0)
+
+
+def aux_reuses(domain: Domain, word: list[str]) -> int:
+    """Count the task inputs of a plan (prefix order) that feed two slots directly, one of them
+    a later slot of its tool. A tool's first input is what it works on; its later ones are
+    what it works with (a question, a reference, a template). A request that paints a picture
+    from its prompt and then asks a question about the picture brings two texts, not one text
+    read as both; with this count an interface that reads one input twice costs a little more
+    than the one with both, all else equal. The same input as the material of two steps (a
+    ticket both looked up and answered) is not counted."""
+    slots = _slots(domain)
+    tree = plan_tree(domain, word, slots)
+    return 0 if tree is None else _aux_reuses(tree, slots)
+
+
 def self_pairs(domain: Domain, word: list[str]) -> int:
     """Count the tools of a plan (prefix order) that get the same task input in two slots of
     the same type: diffing, merging or joining a thing with itself. A request that wants such a
@@ -492,7 +523,8 @@ def round_trips(domain: Domain, word: list[str]) -> int:
 
 def plan_shape_cost(domain: Domain) -> Callable[[list[str]], float]:
     """The beam's judge for tool plans: ``SELF_PAIR`` per tool fed the same input twice,
-    ``ROUND_TRIP`` per tool that makes a type its plan had already left. The beam keeps one
+    ``ROUND_TRIP`` per tool that makes a type its plan had already left, ``AUX_REUSE`` per task
+    input that one step works on and another works with (:func:`aux_reuses`). The beam keeps one
     order of the same tools (search/beam.py), so of two orders of one tool set that differ only
     in a round trip, the judge may see only the worse."""
     slots, output = _slots(domain), _outputs(domain)
@@ -501,7 +533,11 @@ def plan_shape_cost(domain: Domain) -> Callable[[list[str]], float]:
         tree = plan_tree(domain, word, slots)
         if tree is None:
             return 0.0
-        return SELF_PAIR * _self_pairs(tree, slots) + ROUND_TRIP * _round_trips(tree, output)
+        return (
+            SELF_PAIR * _self_pairs(tree, slots)
+            + ROUND_TRIP * _round_trips(tree, output)
+            + AUX_REUSE * _aux_reuses(tree, slots)
+        )
 
     return judge
 
