@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from plan_quality import SPLITS, f1, reference_tools, request_sets  # noqa: E402
+from plan_quality import SPLITS, judge, reference_tools, request_sets, split_means  # noqa: E402
 
 from fllm_cli import api  # noqa: E402
 from fllm_cli.llm.registry import make_model  # noqa: E402
@@ -42,30 +42,32 @@ def record(out: Path, splits: list[str]) -> None:
         print(f"{name} ({len(requests)} requests)", file=sys.stderr, flush=True)
         for row in requests:
             doc = api.plan_task(str(domain), row["task"], model).document
-            tools = sorted({w for w in doc["word"] if not w.startswith("input:")})
-            want = reference_tools(row)
-            inputs = dict(Counter(dict(doc.get("inputs") or {}).values()))
-            want_inputs = dict(Counter((row.get("inputs") or {}).values()))
+            (_, _, f1), inputs_ok, output_ok = judge(row, doc)
             rows.append({
-                "set": name, "task": row["task"], "f1": f1(set(tools), want)[2],
-                "tools": tools, "want": sorted(want), "inputs": inputs,
-                "want_inputs": want_inputs, "output": doc.get("output"),
-                "want_output": row.get("output"),
-                "interface_right": inputs == want_inputs and doc.get("output") == row.get("output"),
+                "set": name, "task": row["task"], "f1": f1,
+                "tools": sorted({w for w in doc["word"] if not w.startswith("input:")}),
+                "want": sorted(reference_tools(row)),
+                "inputs": dict(Counter(dict(doc.get("inputs") or {}).values())),
+                "want_inputs": dict(Counter((row.get("inputs") or {}).values())),
+                "output": doc.get("output"), "want_output": row.get("output"),
+                "interface_right": bool(inputs_ok and output_ok),
             })  # fmt: skip
     out.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {len(rows)} requests to {out}", file=sys.stderr)
 
 
 def _means(rows: list[dict]) -> dict[str, str]:
-    out = {}
-    for split, names in SPLITS.items():
-        sets = [[r for r in rows if r["set"] == n] for n in names]
-        if all(sets):
-            f = statistics.mean(statistics.mean(r["f1"] for r in s) for s in sets)
-            i = statistics.mean(statistics.mean(r["interface_right"] for r in s) for s in sets)
-            out[split] = f"{f:.3f} / {i:.1%}"
-    return out
+    """Each fully recorded split's F1 / interface right, as plan_quality.split_means gives."""
+    report = {}
+    for name in {r["set"] for r in rows}:
+        mine = [r for r in rows if r["set"] == name]
+        report[name] = {
+            key: round(statistics.mean(r[field] for r in mine), 3)
+            for key, field in (("f1", "f1"), ("interface_right", "interface_right"))
+        }
+    return {
+        s: f"{q['f1']:.3f} / {q['interface_right']:.1%}" for s, q in split_means(report).items()
+    }
 
 
 def _plan(r: dict) -> str:

@@ -114,6 +114,21 @@ def reference_tools(row: dict) -> set[str]:
     return {w for w in row["plan"] if not w.startswith("input:")}
 
 
+def judge(row: dict, doc: dict) -> tuple[tuple[float, float, float], bool | None, bool | None]:
+    """Score one plan against its reference row: (precision, recall, F1) of its tools, and
+    whether its inputs and its output are the reference's (None for a row without an
+    interface)."""
+    plan = {w for w in doc["word"] if not w.startswith("input:")}
+    if "output" not in row or not row.get("inputs"):
+        return f1(plan, reference_tools(row)), None, None
+    got = Counter(dict(doc.get("inputs") or {}).values())
+    return (
+        f1(plan, reference_tools(row)),
+        got == Counter(row["inputs"].values()),
+        doc.get("output") == row["output"],
+    )
+
+
 def measure(
     domain: Path, rows: list[dict], model: object, search: str, quiet: bool, given: bool = False
 ) -> dict:
@@ -136,18 +151,16 @@ def measure(
             print(f"  error: {exc}", file=sys.stderr)
         seconds.append(time.perf_counter() - start)
         calls.append(doc["stats"]["llm_calls"])
-        plan = {w for w in doc["word"] if not w.startswith("input:")}
-        scores.append(f1(plan, reference_tools(row)))
-        if "output" in row and row.get("inputs"):
+        tools, inputs_ok, output_ok = judge(row, doc)
+        scores.append(tools)
+        if inputs_ok is not None:
             checked += 1
-            got = Counter(dict(doc.get("inputs") or {}).values())
-            inputs_ok = got == Counter(row["inputs"].values())
-            output_ok = doc.get("output") == row["output"]
             inputs_right += inputs_ok
-            output_right += output_ok
-            right += inputs_ok and output_ok
+            output_right += bool(output_ok)
+            right += inputs_ok and bool(output_ok)
         if not quiet:
-            print(f"  F1 {scores[-1][2]:.2f}  {sorted(plan)}  <- {row['task'][:70]}",
+            plan = sorted(w for w in doc["word"] if not w.startswith("input:"))
+            print(f"  F1 {scores[-1][2]:.2f}  {plan}  <- {row['task'][:70]}",
                   file=sys.stderr, flush=True)  # fmt: skip
     return {
         "requests": len(rows),

@@ -456,8 +456,7 @@ def _aux_reuses(tree: Node, slots: Slots) -> int:
     feeds: dict[str, list[int]] = {}  # task input -> the slot index of every direct use
 
     def walk(node: Node) -> None:
-        symbol, children = node
-        for index, child in enumerate(children):
+        for index, child in enumerate(node[1]):
             if child[0] not in slots:
                 feeds.setdefault(child[0], []).append(index)
             else:
