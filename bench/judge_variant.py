@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/judge_variant.py auc --split validation --split small
     .venv/bin/python bench/judge_variant.py record OUT.json --split validation --weight 1.0 \
-        --against 0.5 [--above 0]
+        --against 0.5 [--above 0] [--plan-only]
     .venv/bin/python bench/plan_diff.py compare BEFORE.json OUT.json
 
 Issue 27 asked for the embedded LLM's judgement to be measured as a relevance signal ("does this
@@ -20,7 +20,9 @@ others: for the shipped tool reader's log-odds (``search/needs.py``), for the mo
 and for the two standardised and added (model weight 0.25). ``record`` writes
 ``bench/plan_diff.py``'s per-request record for the default planner with the model's reading
 added as one more signal: a tool standing ``z`` spreads above the domain's mean gets
-``weight * (z - above)`` when ``z > above``, and ``against * z`` when ``z < 0``.
+``weight * (z - above)`` when ``z > above``, and ``against * z`` when ``z < 0``; with
+``--plan-only`` the interface is read as shipped and the model's reading only chooses the
+tools once it is settled.
 """
 
 from __future__ import annotations
@@ -100,10 +102,14 @@ def show_auc(splits: list[str]) -> None:
         print(f"{split} ({len(by['reader'])} requests): {cells}")
 
 
-def add_signal(weight: float, against: float, above: float) -> None:
-    """Make the default strategy read the model's judgement as one more signal."""
+def add_signal(weight: float, against: float, above: float, plan_only: bool = False) -> None:
+    """Make the default strategy read the model's judgement as one more signal; with
+    ``plan_only`` not while the interface is read, only once it is settled."""
+    reading_interface = plan_diff.reading_interface() if plan_only else [False]
 
     def signal(described: Mapping[str, str], types: object, text: str) -> Relevance:
+        if reading_interface[0]:
+            return Relevance({}, 0.0, {})
         z = judged(described, text)
         units = {
             n: {f"the model's reading ({n})": weight * (v - above) if v > above else
@@ -133,6 +139,7 @@ def main() -> None:
     r.add_argument("--weight", type=float, default=1.0)
     r.add_argument("--against", type=float, default=0.5)
     r.add_argument("--above", type=float, default=0.0)
+    r.add_argument("--plan-only", action="store_true", help="not while reading the interface")
     for p in (a, r):
         p.add_argument("--split", action="append", choices=sorted(SPLITS))
     args = parser.parse_args()
@@ -140,7 +147,7 @@ def main() -> None:
     if args.command == "auc":
         show_auc(splits)
     else:
-        add_signal(args.weight, args.against, args.above)
+        add_signal(args.weight, args.against, args.above, args.plan_only)
         plan_diff.record(args.out, splits)
 
 

@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import plan_diff  # noqa: E402
 from encoder_variants import Mixed, MPNet, Scaled, _spread  # noqa: E402
 from plan_quality import SPLITS, measure, request_sets, split_means  # noqa: E402
 
@@ -69,13 +70,20 @@ class WordLlamaVectors:
         return np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, 256))
 
 
-def meaning_reads(encoder: object, tools_only: bool = False) -> None:
+def meaning_reads(encoder: object, tools_only: bool = False, plan_only: bool = False) -> None:
     """Make the meaning signal's entry points read ``encoder`` whatever they are given: all
     three, or with ``tools_only`` only the parts-against-tools evidence (where the request
-    names a type stays MiniLM's reading)."""
+    names a type stays MiniLM's reading). With ``plan_only`` the interface is read entirely
+    as shipped, and the other encoder's evidence only chooses the tools once it is settled."""
+    tools_only = tools_only or plan_only
+    reading_interface = plan_diff.reading_interface() if plan_only else [False]
     for name in ("relevance",) if tools_only else ("relevance", "type_places", "type_mentions"):
         original = getattr(semantic, name)
-        setattr(semantic, name, lambda _enc, *a, _f=original, **k: _f(encoder, *a, **k))
+
+        def read(given: object, *a: object, _f: object = original, **k: object) -> object:
+            return _f(given if reading_interface[0] else encoder, *a, **k)  # type: ignore[operator]
+
+        setattr(semantic, name, read)
 
 
 def main() -> None:
@@ -88,6 +96,9 @@ def main() -> None:
     parser.add_argument("--mix", type=float, help="average with MiniLM, this weight on the other")
     parser.add_argument(
         "--tools-only", action="store_true", help="the other encoder reads tools, not types"
+    )
+    parser.add_argument(
+        "--plan-only", action="store_true", help="the interface is read as shipped (MiniLM)"
     )
     parser.add_argument("--split", action="append", choices=sorted(SPLITS), help="sets measured")
     args = parser.parse_args()
@@ -104,8 +115,9 @@ def main() -> None:
         label = f"meaning signal: MiniLM + {name} mapped ({a:.3f}x), weight {args.mix}"
     else:
         chosen, label = mapped, f"meaning signal: {name} mapped onto MiniLM ({a:.3f}x)"
-    meaning_reads(chosen, args.tools_only)
-    label += ", tools only" if args.tools_only else ""
+    meaning_reads(chosen, args.tools_only, args.plan_only)
+    label += ", tools only" if args.tools_only or args.plan_only else ""
+    label += ", once the interface is read" if args.plan_only else ""
     model = make_model("local", None)
     print(label, flush=True)
     wanted = {n for s in (args.split or SPLITS) for n in SPLITS[s]}

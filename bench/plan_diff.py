@@ -5,6 +5,9 @@
     .venv/bin/python bench/plan_diff.py record after.json --split dev --split validation
     .venv/bin/python bench/plan_diff.py compare before.json after.json
 
+``record --plan-needs NPZ`` reads the tool reader from another weights file once a request's
+interface is settled (the shipped reader still reads the interface).
+
 ``record`` plans every request of the chosen splits of ``bench/plan_quality.py`` (``SPLITS``;
 all of them without ``--split``) with the default planner as a user runs it (``fllm plan
 DOMAIN "REQUEST"``, embedded default, no ``--input/--output``) and writes one row per request:
@@ -22,6 +25,7 @@ import statistics
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
@@ -30,7 +34,35 @@ sys.path.insert(0, str(ROOT / "bench"))
 from plan_quality import SPLITS, judge, reference_tools, request_sets, split_means  # noqa: E402
 
 from fllm_cli import api  # noqa: E402
+from fllm_cli.kinds import base as kinds_base  # noqa: E402
 from fllm_cli.llm.registry import make_model  # noqa: E402
+from fllm_cli.search import needs  # noqa: E402
+
+
+def reading_interface() -> list[bool]:
+    """Make the planner hold a flag up while it reads a request's interface and down once the
+    interface is settled; returns the flag (one cell), so that a variant can be read at plan
+    time only and leave every interface as shipped."""
+    flag = [False]
+    infer = kinds_base.infer_interface
+
+    def flagged(*a: Any, **k: Any) -> Any:
+        flag[0] = True
+        try:
+            return infer(*a, **k)
+        finally:
+            flag[0] = False
+
+    kinds_base.infer_interface = flagged  # type: ignore[assignment]
+    return flag
+
+
+def needs_at_plan_time(path: Path) -> None:
+    """Read the tool reader from ``path`` once the interface is settled (the shipped one reads
+    the interface)."""
+    other, shipped = needs.NeedModel.load(path), needs.shipped_model()
+    flag = reading_interface()
+    needs.shipped_model = lambda: shipped if flag[0] else other  # type: ignore[assignment]
 
 
 def record(out: Path, splits: list[str]) -> None:
@@ -99,11 +131,16 @@ def main() -> None:
     rec = sub.add_parser("record", help="plan the held-out requests and write one row each")
     rec.add_argument("out", type=Path)
     rec.add_argument("--split", action="append", choices=sorted(SPLITS), help="repeatable")
+    rec.add_argument(
+        "--plan-needs", type=Path, help="a tool reader's weights, read once the interface is read"
+    )
     cmp = sub.add_parser("compare", help="the requests two records differ on")
     cmp.add_argument("before", type=Path)
     cmp.add_argument("after", type=Path)
     args = parser.parse_args()
     if args.command == "record":
+        if args.plan_needs is not None:
+            needs_at_plan_time(args.plan_needs)
         record(args.out, args.split or sorted(SPLITS))
     else:
         for path in (args.before, args.after):
