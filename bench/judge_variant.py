@@ -1,7 +1,7 @@
 """The embedded model's own judgement of which tools a request needs, alone and as evidence.
 
     .venv/bin/python bench/judge_variant.py auc --split validation --split small
-    .venv/bin/python bench/judge_variant.py record OUT.json --split validation --weight 1.0 \
+    .venv/bin/python bench/judge_variant.py record OUT.json --split validation --weight 1.0
         --against 0.5 [--above 0] [--plan-only]
     .venv/bin/python bench/plan_diff.py compare BEFORE.json OUT.json
 

@@ -1,12 +1,16 @@
 """Plan quality with another encoder behind the meaning signal, alone or beside MiniLM.
 
     .venv/bin/python bench/meaning_variants.py --wordllama DIR [--mix 0.3] [--split dev ...]
-    .venv/bin/python bench/meaning_variants.py --mpnet DIR [--mix 0.5] [--split dev ...]
+    .venv/bin/python bench/meaning_variants.py --mpnet DIR [--tools-only | --plan-only]
+        [--mix 0.5] [--split dev ...]
 
 ``bench/encoder_variants.py`` measured MPNet on 2026-11-26, before the learned readers: it
 replaces the whole encoder, which the readers cannot read through today (they need MiniLM's
 token states and their own change to its top layers). Here only the meaning signal changes
 and the readers keep the shipped MiniLM, so the two can be compared as the planner now stands.
+``--tools-only`` changes only the request's parts against the tools (where the request names a
+type stays MiniLM's reading); ``--plan-only`` also leaves the interface to the shipped planner,
+and the other encoder only chooses the tools once the interface is settled.
 ``--mpnet`` takes the unpacked ``all-mpnet-base-v2`` (see ``encoder_variants.py`` for how to
 fetch it).
 
