@@ -6,7 +6,9 @@
     .venv/bin/python bench/plan_diff.py compare BEFORE.json OUT.json
 
 Issue 27 asked for the embedded LLM's judgement to be measured as a relevance signal ("does this
-request need TOOL?" for each tool). The 135M model scores each tool's description as the
+request need TOOL?" for each tool). ``bench/llm_judge.py`` measured that question, asked
+yes/no, against the meaning signal's similarities on three sets (ROC area near 0.5). Here the
+135M model scores each tool's description as the
 continuation of the request, the way it scores options (``FLLM_LOCAL_SCORING=text``: the
 description's log-probability after the prompt minus its log-probability after a neutral one),
 with the prompt::
@@ -39,6 +41,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import plan_diff  # noqa: E402
+from llm_judge import auc, z  # noqa: E402
 from plan_quality import SPLITS, reference_tools, request_sets, split_of  # noqa: E402
 
 from fllm_cli.domain.load import load_domain  # noqa: E402
@@ -55,9 +58,7 @@ _READ: dict[tuple[tuple[tuple[str, str], ...], str], dict[str, float]] = {}
 
 
 def standardised(values: Mapping[str, float]) -> dict[str, float]:
-    mean = statistics.mean(values.values())
-    spread = statistics.pstdev(values.values()) or 1.0
-    return {k: (v - mean) / spread for k, v in values.items()}
+    return dict(zip(values, z(list(values.values()))))
 
 
 def judged(described: Mapping[str, str], text: str) -> dict[str, float]:
@@ -70,14 +71,6 @@ def judged(described: Mapping[str, str], text: str) -> dict[str, float]:
         )
         _READ[key] = standardised(dict(zip(names, _MODEL.scores(request, "text"))))
     return _READ[key]
-
-
-def auc(scores: Mapping[str, float], wanted: set[str]) -> float | None:
-    pos = [v for k, v in scores.items() if k in wanted]
-    neg = [v for k, v in scores.items() if k not in wanted]
-    if not pos or not neg:
-        return None
-    return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
 
 
 def show_auc(splits: list[str]) -> None:
@@ -93,7 +86,7 @@ def show_auc(splits: list[str]) -> None:
             both = {k: v + 0.25 * model[k] for k, v in standardised(reader).items()}
             wanted = reference_tools(row)
             for label, scores in (("reader", reader), ("model", model), ("both", both)):
-                value = auc(scores, wanted)
+                value = auc(list(scores.values()), [k in wanted for k in scores])
                 if value is not None:
                     found.setdefault(split, {}).setdefault(label, []).append(value)
         print(f"{name} done", file=sys.stderr, flush=True)
