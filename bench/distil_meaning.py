@@ -167,20 +167,14 @@ def measure(change: Path, out: Path, mix: float | None, splits: list[str]) -> No
     sys.path.insert(0, str(ROOT / "bench"))
     import plan_diff
     from encoder_variants import Mixed
+    from meaning_variants import meaning_reads
 
     from fllm_cli.meaning.encoder import shared
-    from fllm_cli.search import roles, semantic
+    from fllm_cli.search import roles
 
     base = shared()
     tuned = base.adapted(roles.load_weights(change, ())[1])
-    chosen = tuned if mix is None else Mixed(base, tuned, mix)
-    flag = plan_diff.reading_interface()
-    original = semantic.relevance
-
-    def read(given: object, *a: object, **k: object) -> object:
-        return original(given if flag[0] else chosen, *a, **k)  # type: ignore[arg-type]
-
-    semantic.relevance = read  # type: ignore[assignment]
+    meaning_reads(tuned if mix is None else Mixed(base, tuned, mix), plan_only=True)
     plan_diff.record(out, splits)
 
 
