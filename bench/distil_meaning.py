@@ -42,7 +42,9 @@ import pickle
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -105,7 +107,6 @@ def tune(args: argparse.Namespace) -> None:
     held = domains[:: args.hold] if args.hold else []
     train = [d for d in domains if d not in held]
     rng = random.Random(0)
-    opt = torch.optim.Adam(bert.params(), lr=args.rate)
 
     def target(units: list[str], others: list[str]):
         u = teacher[[index[t] for t in units]]
@@ -132,6 +133,29 @@ def tune(args: argparse.Namespace) -> None:
                   f"agrees {agree:.3f}", flush=True)  # fmt: skip
 
     report("start")
+
+    def loss_of(d: dict, chunk: list[int]):
+        return gap(d, list(dict.fromkeys(u for i in chunk for u in d["requests"][i])))[0]
+
+    epochs(args, bert, train, rng, loss_of, report)
+
+
+def epochs(
+    args: argparse.Namespace,
+    bert: Any,
+    train: list[dict],
+    rng: random.Random,
+    loss_of: Callable[[dict, list[int]], Any],
+    report: Callable[[str], None],
+    every: int = 200,
+) -> None:
+    """Fit ``bert``'s change for ``args.epochs`` passes over ``train`` (domains whose
+    "requests" are cut into steps of ``args.batch`` requests of one domain, shuffled):
+    ``loss_of(domain, indices)`` is a step's loss; after each pass ``report`` is called with a
+    label and the change is written to ``args.out`` (one file per pass with ``args.each``)."""
+    import torch
+
+    opt = torch.optim.Adam(bert.params(), lr=args.rate)
     for epoch in range(1, args.epochs + 1):
         began, steps, total = time.time(), [], 0.0
         for d in train:
@@ -140,22 +164,34 @@ def tune(args: argparse.Namespace) -> None:
             steps += [(d, order[i : i + args.batch]) for i in range(0, len(order), args.batch)]
         rng.shuffle(steps)
         for k, (d, chunk) in enumerate(steps):
-            units = list(dict.fromkeys(u for i in chunk for u in d["requests"][i]))
-            loss, _ = gap(d, units)
+            loss = loss_of(d, chunk)
             opt.zero_grad()
             loss.backward()
             opt.step()
             total += float(loss.detach())
-            if k % 200 == 0:
+            if k % every == 0:
                 print(f"  step {k}/{len(steps)} loss {total / (k + 1):.5f} "
                       f"{time.time() - began:.0f} s", flush=True)  # fmt: skip
         print(f"epoch {epoch}: loss {total / len(steps):.5f}, {time.time() - began:.0f} s",
               flush=True)  # fmt: skip
         report(f"after epoch {epoch}")
-        if not args.no_save:
+        if not getattr(args, "no_save", False):
             out = args.out.with_name(f"{args.out.stem}_e{epoch}.npz") if args.each else args.out
             np.savez(out, **{f"adapter:{k}": v for k, v in bert.delta().items()})
             print(f"wrote {out}", flush=True)
+
+
+def fit_options(parser: argparse.ArgumentParser, out: Path) -> None:
+    """The options of a fit shared by this script and bench/supervise_meaning.py."""
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=10, help="requests per step (one domain)")
+    parser.add_argument("--rate", type=float, default=5e-4)
+    parser.add_argument("--hold", type=int, default=11, help="leave every Nth domain out")
+    parser.add_argument("--top", type=int, default=4)
+    parser.add_argument("--rank", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--each", action="store_true", help="write one file per epoch")
+    parser.add_argument("--out", type=Path, default=out)
 
 
 def measure(change: Path, out: Path, mix: float | None, splits: list[str]) -> None:
@@ -195,16 +231,8 @@ def main() -> None:
     )
     parser.add_argument("--mpnet", type=Path, help="prepare: the unpacked all-mpnet-base-v2")
     parser.add_argument("--prepared", type=Path, default=PREPARED, help="what prepare wrote")
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--batch", type=int, default=10, help="requests per step (one domain)")
-    parser.add_argument("--rate", type=float, default=5e-4)
-    parser.add_argument("--hold", type=int, default=11, help="leave every Nth domain out")
-    parser.add_argument("--top", type=int, default=4)
-    parser.add_argument("--rank", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--each", action="store_true", help="write one file per epoch")
+    fit_options(parser, Path("/tmp/fllm_meaning.npz"))
     parser.add_argument("--no-save", action="store_true")
-    parser.add_argument("--out", type=Path, default=Path("/tmp/fllm_meaning.npz"))
     args = parser.parse_args()
     if args.what == "prepare":
         if args.mpnet is None:
