@@ -10,13 +10,18 @@
 * ``given-named``: a part of the request that names a type the role reader reads as given
   ("here's the raw export and *the schema it's supposed to follow*") is not asking for a tool
   that makes that type: its meaning evidence for such a tool is scaled by one minus the
-  reader's chance that the type is given.
+  reader's chance that the type is given. (A single-word unit is placed by its own case-folded
+  text, so a capitalised word is not placed and keeps its evidence.)
 * ``windows``: a long part (``--longer`` words or more) also gives runs of ``--width`` words,
   every ``--stride`` words, as evidence units of ``--weight`` (a part such as "attach an
   English version of this scanned French annex to the end of our agreement" asks for two
-  tools, and its single words lose what the words around them say).
+  tools, and its single words lose what the words around them say). ``semantic.relevance``
+  judges a unit of weight 1.0 as a whole part (its stand-out bar, lead and type margin) and
+  any lighter one as a word, so ``--weight 1.0`` changes how runs are judged too.
 * ``ask-close``: when the runner-up interface scores within ``--within`` of the best, the
-  embedded model is asked between the two, as it is among exact ties.
+  embedded model is asked between the two, as it is among exact ties. ``rank_interfaces``
+  scores the runner-up exactly only within ``interface.CLOSE`` (0.25), so ``--within`` is at
+  most that.
 
 Each patch is applied to the planner as shipped, and every held-out request is recorded as
 ``bench/plan_diff.py record`` does. Measured on 2026-11-28 (stop 57, docs/benchmarks.md): none
@@ -59,7 +64,7 @@ def given_named() -> None:
             at = interface.find_part(text, piece, cursor)
             if at >= 0:
                 cursor = at
-                spans[place] = (at, at + len(piece) + 2)
+                spans[place] = (at, at + len(piece))  # no held-out request breaks a line
         matched: dict[str, dict[str, float]] = {}
         for symbol, units in found.matched.items():
             tool = domain.tool(symbol)
@@ -135,8 +140,14 @@ def main() -> None:
     parser.add_argument("--stride", type=int, default=3, help="windows: words between runs")
     parser.add_argument("--weight", type=float, default=0.75, help="windows: a run's worth")
     parser.add_argument("--longer", type=int, default=8, help="windows: words a part needs")
-    parser.add_argument("--within", type=float, default=0.25, help="ask-close: the gap")
+    parser.add_argument(
+        "--within", type=float, default=interface.CLOSE, help="ask-close: the gap (<= CLOSE)"
+    )
     args = parser.parse_args()
+    if args.width > args.longer:
+        parser.error("--width cannot exceed --longer")
+    if args.within > interface.CLOSE:
+        parser.error(f"--within cannot exceed interface.CLOSE ({interface.CLOSE})")
     if args.variant == "given-named":
         given_named()
     elif args.variant == "windows":

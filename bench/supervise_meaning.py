@@ -15,10 +15,11 @@ the readers, in fields no held-out set covers; no held-out request is read). A l
 to the top layers (as ``bench/tune_readers.py`` fits) is fitted so that, for each request, the
 best unit of the request for each tool its plan uses (a soft maximum over its parts and words)
 is nearer than the best unit for each tool it does not use, by a margin (a ranking loss), and
-reaches the signal's floor; a second term keeps every unit x tool and unit x type cosine near
-the published encoder's, since the signal's floor, margins and the type reading are set on that
-scale. ``tune`` reports, on every ``--hold``-th domain left out, how often a used tool's best
-unit beats an unused tool's (pair order) and how many used tools reach the floor.
+passes the signal's floor by the same margin; a second term keeps every unit x tool and
+unit x type cosine near the published encoder's, since the signal's floor, margins and the type
+reading are set on that scale. ``tune`` reports, on every ``--hold``-th domain left out, how
+often a used tool's best unit beats an unused tool's (pair order) and how many used tools
+reach the floor.
 
 ``measure`` plans every held-out request as ``bench/plan_diff.py record`` does, with the meaning
 signal read through the change everywhere (``--plan-only``: only once the interface is settled).
