@@ -194,11 +194,13 @@ def fit_options(parser: argparse.ArgumentParser, out: Path) -> None:
     parser.add_argument("--out", type=Path, default=out)
 
 
-def measure(change: Path, out: Path, mix: float | None, splits: list[str]) -> None:
+def measure(
+    change: Path, out: Path, mix: float | None, splits: list[str], plan_only: bool = True
+) -> None:
     """Record every held-out request as ``bench/plan_diff.py record`` does, with the meaning
     signal read through ``change`` once the interface is settled (the interface is read as
-    shipped), or, with ``mix``, through the average of the two encoders (weight on the
-    change)."""
+    shipped; everywhere when not ``plan_only``), or, with ``mix``, through the average of the
+    two encoders (weight on the change)."""
     sys.path.insert(0, str(ROOT / "src"))
     sys.path.insert(0, str(ROOT / "bench"))
     import plan_diff
@@ -210,7 +212,7 @@ def measure(change: Path, out: Path, mix: float | None, splits: list[str]) -> No
 
     base = shared()
     tuned = base.adapted(roles.load_weights(change, ())[1])
-    meaning_reads(tuned if mix is None else Mixed(base, tuned, mix), plan_only=True)
+    meaning_reads(tuned if mix is None else Mixed(base, tuned, mix), plan_only=plan_only)
     plan_diff.record(out, splits)
 
 
@@ -243,7 +245,6 @@ def main() -> None:
             sys.exit("measure needs --change NPZ and --record OUT.json")
         measure(args.change, args.record, args.mix, args.split or list(SPLIT_NAMES))
     else:
-        sys.path.insert(0, str(ROOT / "bench"))
         tune(args)
 
 

@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from distil_meaning import SPLIT_NAMES, fit_options
+from distil_meaning import SPLIT_NAMES, fit_options, measure
 
 ROOT = Path(__file__).resolve().parent.parent
 PREPARED = Path("/tmp/fllm_supervise.pkl")
@@ -153,22 +153,6 @@ def tune(args: argparse.Namespace) -> None:
     epochs(args, bert, train, rng, loss_of, report, every=100)
 
 
-def measure(change: Path, out: Path, plan_only: bool, splits: list[str]) -> None:
-    """Record every held-out request as ``bench/plan_diff.py record`` does, with the meaning
-    signal read through ``change`` (everywhere, or only once the interface is settled)."""
-    sys.path.insert(0, str(ROOT / "src"))
-    sys.path.insert(0, str(ROOT / "bench"))
-    import plan_diff
-    from meaning_variants import meaning_reads
-
-    from fllm_cli.meaning.encoder import shared
-    from fllm_cli.search import roles
-
-    tuned = shared().adapted(roles.load_weights(change, ())[1])
-    meaning_reads(tuned, plan_only=plan_only)
-    plan_diff.record(out, splits)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -192,9 +176,9 @@ def main() -> None:
     elif args.what == "measure":
         if args.change is None or args.record is None:
             sys.exit("measure needs --change NPZ and --record OUT.json")
-        measure(args.change, args.record, args.plan_only, args.split or list(SPLIT_NAMES))
+        splits = args.split or list(SPLIT_NAMES)
+        measure(args.change, args.record, None, splits, plan_only=args.plan_only)
     else:
-        sys.path.insert(0, str(ROOT / "bench"))
         tune(args)
 
 
